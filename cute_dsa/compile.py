@@ -1,0 +1,127 @@
+"""Compile cache: one compiled kernel per frozen static key, built from fake tensors (dynamic
+shapes, declared alignment), so compilation needs no GPU and no real data. With
+`CUTE_DSL_ARCH=sm_90a` it runs on a machine without a GPU (CI, `cute-dsa compile`).
+
+Calls go through TVM-FFI (`--enable-tvm-ffi`): torch tensors are passed directly and the kernel
+launches on torch's current CUDA stream.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable, Dict, Hashable
+
+from .kernel_config import DecodeVariant
+
+_lock = threading.Lock()
+_cache: Dict[Hashable, Callable] = {}
+
+COMPILE_OPTIONS = "--enable-tvm-ffi"
+
+
+def _sym(div: int = 1):
+    import cutlass.cute as cute
+
+    return cute.sym_int32(divisibility=div)
+
+
+def _fake(dtype, shape, stride, align):
+    import cutlass.cute as cute
+
+    return cute.runtime.make_fake_tensor(dtype, shape, stride, assumed_align=align)
+
+
+def _stream():
+    from cutlass.runtime import make_fake_stream
+
+    return make_fake_stream(use_tvm_ffi_env_stream=True)
+
+
+def build_resolve(table_slots: int):
+    import cutlass
+    import cutlass.cute as cute
+
+    from .kernels.resolve_indices import ResolveIndicesKernel
+
+    i32 = cutlass.Int32
+    rows, width, mb = _sym(), _sym(), _sym()
+    indices = _fake(i32, (rows, width), (_sym(), 1), 4)
+    seq_lens = _fake(i32, (rows,), (1,), 4)
+    block_table = _fake(i32, (rows, mb), (_sym(), 1), 4)
+    phys = _fake(i32, (rows, width), (_sym(), 1), 4)
+    kernel = ResolveIndicesKernel(table_slots)
+    return cute.compile(
+        kernel, indices, seq_lens, block_table, phys, i32(64), i32(1), _stream(), options=COMPILE_OPTIONS
+    )
+
+
+def build_decode(variant: DecodeVariant):
+    import cutlass
+    import cutlass.cute as cute
+
+    from .kernels.sparse_decode import SparseDecodeKernel
+
+    rows, heads, width, splits = _sym(), _sym(), _sym(), _sym()
+    q = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
+    cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym(16), _sym(16), 1), 16)
+    phys = _fake(cutlass.Int32, (rows, width), (_sym(), 1), 4)
+    f32 = cutlass.Float32
+    k_scale = _fake(f32, (1,), (1,), 4) if variant.k_scale_on_device else f32(1.0)
+    v_scale = _fake(f32, (1,), (1,), 4) if variant.v_scale_on_device else f32(1.0)
+    if variant.split:
+        out = _fake(f32, (rows, splits, heads, 512), (_sym(16), _sym(16), _sym(16), 1), 16)
+        lse = _fake(f32, (rows, splits, heads), (_sym(), _sym(), 1), 4)
+    else:
+        out = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
+        lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
+    kernel = SparseDecodeKernel(variant)
+    i32 = cutlass.Int32
+    return cute.compile(
+        kernel, q, cache, phys, k_scale, v_scale, f32(1.0), out, lse, i32(32), i32(1), _stream(),
+        options=COMPILE_OPTIONS,
+    )
+
+
+def build_combine(write_lse: bool):
+    import cutlass
+    import cutlass.cute as cute
+
+    from .kernels.combine_splits import CombineSplitsKernel
+
+    f32 = cutlass.Float32
+    rows, splits, heads = _sym(), _sym(), _sym()
+    o_part = _fake(f32, (rows, splits, heads, 512), (_sym(16), _sym(16), _sym(16), 1), 16)
+    lse_part = _fake(f32, (rows, splits, heads), (_sym(), _sym(), 1), 4)
+    out = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
+    lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
+    return cute.compile(CombineSplitsKernel(write_lse=write_lse), o_part, lse_part, out, lse, _stream(), options=COMPILE_OPTIONS)
+
+
+def get(key: Hashable, build: Callable[[], Callable]) -> Callable:
+    """The compiled function for `key`, compiling it once per process."""
+    fn = _cache.get(key)
+    if fn is None:
+        with _lock:
+            fn = _cache.get(key)
+            if fn is None:
+                fn = build()
+                _cache[key] = fn
+    return fn
+
+
+def resolve_kernel(table_slots: int) -> Callable:
+    return get(("resolve", table_slots), lambda: build_resolve(table_slots))
+
+
+def decode_kernel(variant: DecodeVariant) -> Callable:
+    return get(("decode", variant), lambda: build_decode(variant))
+
+
+def combine_kernel(write_lse: bool) -> Callable:
+    return get(("combine", write_lse), lambda: build_combine(write_lse))
+
+
+def ensure_arch_for_cpu_compile() -> None:
+    """Without a visible GPU the DSL needs a target: compile for Hopper."""
+    os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")

@@ -1,0 +1,70 @@
+"""Static configuration of the decode kernel. Frozen and hashable: it is the compile-cache key."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+TILINGS = ("heads_m",)
+GATHERS = ("cp_async",)
+
+
+@dataclass(frozen=True)
+class DecodeKernelConfig:
+    tiling: str = "heads_m"  # heads are the wgmma M dimension (64-row tiles)
+    head_tile: int = 64  # wgmma M per CTA
+    chunk_tokens: int = 32  # selected tokens per pipeline stage (the QK^T N dimension)
+    stages: int = 4  # depth of the raw FP8 gather ring
+    gather: str = "cp_async"  # 16-byte cp.async per piece of a row
+    max_splits: int = 64  # split-KV cap; the launch picks splits <= this
+
+    def validate(self) -> "DecodeKernelConfig":
+        if self.tiling not in TILINGS:
+            raise ValueError(f"tiling={self.tiling!r}: expected one of {TILINGS}")
+        if self.gather not in GATHERS:
+            raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
+        if self.head_tile != 64:
+            raise ValueError(f"head_tile={self.head_tile}: expected 64 for tiling 'heads_m'")
+        if self.chunk_tokens not in (16, 32, 64):
+            raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32 or 64")
+        if not 2 <= self.stages <= 8:
+            raise ValueError(f"stages={self.stages}: expected 2..8")
+        if self.max_splits < 1:
+            raise ValueError(f"max_splits={self.max_splits}: expected >= 1")
+        if self.smem_bytes() > SMEM_LIMIT:
+            raise ValueError(
+                f"{self}: needs {self.smem_bytes()} bytes of shared memory, more than the {SMEM_LIMIT} an H100/H200 CTA gets"
+            )
+        return self
+
+    def smem_bytes(self) -> int:
+        q = self.head_tile * 512 * 2
+        k = 2 * self.chunk_tokens * 512 * 2  # two 16-bit K/V tiles (double buffer)
+        raw = self.stages * self.chunk_tokens * 512
+        p = 2 * self.head_tile * self.chunk_tokens * 2  # one P tile per consumer warpgroup
+        valid = 2 * self.chunk_tokens * 4
+        return q + k + raw + p + valid + 1024  # + alignment slack
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DecodeKernelConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"config keys {sorted(unknown)}: not fields of DecodeKernelConfig ({sorted(names)})")
+        return replace(cls(), **d)
+
+
+SMEM_LIMIT = 227 * 1024
+
+
+@dataclass(frozen=True)
+class DecodeVariant:
+    """Everything that selects one compiled decode kernel."""
+
+    config: DecodeKernelConfig
+    split: bool  # write fp32 partials for the combine kernel instead of the final output
+    write_lse: bool
+    k_scale_on_device: bool
+    v_scale_on_device: bool

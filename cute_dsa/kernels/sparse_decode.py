@@ -1,0 +1,352 @@
+"""Selected-index NoPE MLA decode over a paged FP8 latent cache, heads-as-M tiling (sm_90a).
+
+One CTA per (head tile of 64, split of the selection, query row); 384 threads:
+
+* warpgroup 2, the producer: gathers the selected latent rows of a chunk of `N` tokens with
+  16-byte `cp.async` copies into a ring of raw FP8 stages, then converts each landed stage to
+  FP16 (one `cvt.rn.f16x2.e4m3x2` per two values) into one of two K/V tiles. Each thread converts
+  exactly the pieces it copied, so its own `cp.async.wait_group` orders the ring; no barrier.
+* warpgroups 0 and 1, the consumers: S = Q K^T (wgmma m64nNk16, both operands K-major in shared
+  memory), online softmax in fp32 with exp2, P to shared memory, O += P V (wgmma m64n256k16,
+  V is the same tile seen MN-major). Each consumer owns 256 of the 512 output dims, so its O
+  accumulator is 128 fp32 registers per thread; both compute the (cheap) S redundantly.
+
+Producer and consumers hand the two K/V tiles back and forth with named barriers
+(FULL_b: producer arrives, consumers sync; EMPTY_b: the reverse). The latent is read once per
+(row, head tile), not once per head. Q is converted from BF16 to FP16 once per CTA; its entries
+must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
+
+Scale folding: s = (q . k) * softmax_scale * k_scale is computed as exp2 of
+acc * (softmax_scale * k_scale * log2 e); v_scale multiplies the normalised output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float16, Float32, Float8E4M3FN, Int32, Uint8
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.nvgpu.warpgroup import OperandMajorMode, SmemLayoutAtomKind
+from cutlass.memory import SmemAllocator
+import cutlass.utils.hopper_helpers as sm90_utils
+
+from ..kernel_config import DecodeVariant
+
+LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+
+DIM = 512  # kv_lora_rank: the whole token
+DV_PER_WG = 256  # output dims per consumer warpgroup
+WG = 128
+PIECE = 16  # bytes per cp.async
+
+# Named barrier ids (0 is __syncthreads).
+BAR_FULL = 1  # + buffer (1, 2)
+BAR_EMPTY = 3  # + buffer (3, 4)
+BAR_P = 5  # + consumer warpgroup (5, 6)
+
+
+class SparseDecodeKernel:
+    def __init__(self, variant: DecodeVariant):
+        cfg = variant.config.validate()
+        self.variant = variant
+        self.M = cfg.head_tile
+        self.N = cfg.chunk_tokens
+        self.stages = cfg.stages
+        self.num_threads = 3 * WG
+        self.pieces_per_row = DIM // PIECE  # 32
+        self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
+        self.row_passes = self.N // self.rows_per_pass
+        self.q_vec = 8  # bf16 elements per 16-byte Q load
+        self.q_passes = self.M * DIM // self.q_vec // WG
+
+    # ---------------------------------------------------------------- layouts
+    def _layouts(self):
+        n, m = self.N, self.M
+        k_atom = warpgroup.make_smem_layout_atom(SmemLayoutAtomKind.K_SW128, Float16)
+        mn_atom = warpgroup.make_smem_layout_atom(SmemLayoutAtomKind.MN_SW128, Float16)
+        s_q = cute.tile_to_shape(k_atom, (m, DIM), order=(0, 1))
+        # The K tile [N tokens, 512] K-major, and the same bytes as V: [512 dims, N tokens] MN-major.
+        s_k = cute.tile_to_shape(k_atom, (n, DIM, 2), order=(0, 1, 2))
+        s_v = cute.tile_to_shape(mn_atom, (DIM, n, 2), order=(1, 0, 2))
+        p_kind = {32: SmemLayoutAtomKind.K_SW32, 64: SmemLayoutAtomKind.K_SW64}.get(n * 2, SmemLayoutAtomKind.K_SW128)
+        p_atom = warpgroup.make_smem_layout_atom(p_kind, Float16)
+        s_p = cute.tile_to_shape(p_atom, (m, n, 2), order=(0, 1, 2))
+        s_raw = cute.make_layout((DIM, n, self.stages), stride=(1, DIM, DIM * n))
+        return s_q, s_k, s_v, s_p, s_raw
+
+    def _mmas(self):
+        mma_qk = sm90_utils.make_trivial_tiled_mma(
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.M, self.N)
+        )
+        mma_pv = sm90_utils.make_trivial_tiled_mma(
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG)
+        )
+        return mma_qk, mma_pv
+
+    # ---------------------------------------------------------------- launch
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (rows, heads, 512) bf16
+        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8
+        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
+        k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
+        v_scale,
+        softmax_scale: Float32,
+        out: cute.Tensor,  # (rows, heads, 512) bf16, or (rows, splits, heads, 512) fp32 partials
+        lse: cute.Tensor,  # (rows, heads) fp32, or (rows, splits, heads) fp32 partials
+        split_len: Int32,  # selection positions per split (a multiple of N)
+        num_splits: Int32,
+        stream,
+    ):
+        head_tiles = (q.shape[1] + self.M - 1) // self.M
+        self.kernel(q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len).launch(
+            grid=[head_tiles, num_splits, q.shape[0]],
+            block=[self.num_threads, 1, 1],
+            stream=stream,
+        )
+
+    # ---------------------------------------------------------------- body
+    @cute.kernel
+    def kernel(
+        self,
+        q: cute.Tensor,
+        cache: cute.Tensor,
+        phys: cute.Tensor,
+        k_scale,
+        v_scale,
+        softmax_scale: Float32,
+        out: cute.Tensor,
+        lse: cute.Tensor,
+        split_len: Int32,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        head_tile, split, row = cute.arch.block_idx()
+        wg_idx = cute.arch.make_warp_uniform(tidx // WG)
+        wg_tid = tidx % WG
+
+        width = phys.shape[1]
+        start = split * split_len
+        end = cutlass.min(start + split_len, width)
+        n_chunks = Int32(0)
+        if end > start:
+            n_chunks = (end - start + self.N - 1) // self.N
+
+        s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
+        smem = SmemAllocator()
+        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
+        s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
+        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
+        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, 2)), byte_alignment=16)
+
+        if wg_idx == 2:
+            cute.arch.setmaxregister_decrease(40)
+            self._producer(q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid)
+        else:
+            cute.arch.setmaxregister_increase(232)
+            self._consumer(
+                q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_valid,
+                head_tile, split, row, n_chunks, wg_idx, wg_tid,
+            )
+
+    # ---------------------------------------------------------------- producer
+    @cute.jit
+    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid):
+        num_heads = q.shape[1]
+        block_size = cache.shape[1]
+        copy_atom = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
+        )
+        # Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero.
+        q_per_row = DIM // self.q_vec
+        for i in cutlass.range_constexpr(self.q_passes):
+            piece = wg_tid + WG * i
+            h = piece // q_per_row
+            c8 = piece % q_per_row
+            head = head_tile * self.M + h
+            rq = cute.make_rmem_tensor(cute.make_layout(self.q_vec), Float16)
+            rq.fill(0.0)
+            if head < num_heads:
+                g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
+                rq.store(g.load().to(Float16))
+            cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+
+        c16 = wg_tid % self.pieces_per_row
+        tok0 = wg_tid // self.pieces_per_row
+        for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
+            if c < n_chunks:
+                stage = c % self.stages
+                for i in cutlass.range_constexpr(self.row_passes):
+                    tok = tok0 + self.rows_per_pass * i
+                    pos = start + c * self.N + tok
+                    if pos < end:
+                        ph = phys[row, pos]
+                        if ph >= 0:
+                            blk = ph // block_size
+                            slot = ph - blk * block_size
+                            src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
+                            dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                            cute.copy(copy_atom, src, dst)
+            cute.arch.cp_async_commit_group()
+            cc = c - (self.stages - 1)
+            if cc >= 0:
+                cute.arch.cp_async_wait_group(self.stages - 1)
+                buf = cc % 2
+                if cc >= 2:
+                    cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                stage = cc % self.stages
+                for i in cutlass.range_constexpr(self.row_passes):
+                    tok = tok0 + self.rows_per_pass * i
+                    pos = start + cc * self.N + tok
+                    ph = Int32(-1)
+                    if pos < end:
+                        ph = phys[row, pos]
+                    rk = cute.make_rmem_tensor(cute.make_layout(PIECE), Float16)
+                    rk.fill(0.0)
+                    if ph >= 0:
+                        raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                        f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
+                        rk.store(f8.load().to(Float16))
+                    cute.local_tile(s_k[tok, None, buf], (PIECE,), (c16,)).store(rk.load())
+                    if c16 == 0:
+                        s_valid[tok, buf] = Int32(ph >= 0)
+                # Ordinary stores read next by wgmma (the async proxy).
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+
+    # ---------------------------------------------------------------- consumers
+    @cute.jit
+    def _consumer(
+        self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_valid,
+        head_tile, split, row, n_chunks, wg_idx, wg_tid,
+    ):
+        num_heads = q.shape[1]
+        ks = Float32(0.0)
+        vs = Float32(0.0)
+        if cutlass.const_expr(self.variant.k_scale_on_device):
+            ks = k_scale[0]
+        else:
+            ks = Float32(k_scale)
+        if cutlass.const_expr(self.variant.v_scale_on_device):
+            vs = v_scale[0]
+        else:
+            vs = Float32(v_scale)
+        scale_log2 = softmax_scale * ks * LOG2E
+
+        mma_qk, mma_pv = self._mmas()
+        thr_qk = mma_qk.get_slice(wg_tid)
+        thr_pv = mma_pv.get_slice(wg_tid)
+        t_sr_q = thr_qk.make_fragment_A(thr_qk.partition_A(s_q))
+        s_v_mine = cute.local_tile(s_v, (DV_PER_WG, self.N, 2), (wg_idx, 0, 0))
+        s_p_mine = s_p[None, None, wg_idx]
+        t_or_p = thr_pv.make_fragment_A(thr_pv.partition_A(s_p_mine))
+
+        acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((self.M, self.N)), Float32)
+        acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((self.M, DV_PER_WG)), Float32)
+        acc_o.fill(0.0)
+        c_s = cute.make_identity_tensor((self.M, self.N))
+        t_cs = thr_qk.partition_C(c_s)
+        c_o = cute.make_identity_tensor((self.M, DV_PER_WG))
+        t_co = thr_pv.partition_C(c_o)
+        # Each thread holds two rows of the 64-row tile (row and row + 8 of its warp's 16).
+        row_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        row_sum = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        row_max.fill(-Float32.inf)
+        row_sum.fill(0.0)
+
+        for c in cutlass.range(n_chunks, unroll=1):
+            buf = c % 2
+            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+            t_sr_k = thr_qk.make_fragment_B(thr_qk.partition_B(s_k[None, None, buf]))
+            # S = Q K^T
+            warpgroup.fence()
+            mma_qk.set(warpgroup.Field.ACCUMULATE, False)
+            for kb in cutlass.range_constexpr(cute.size(t_sr_q.shape[2])):
+                cute.gemm(mma_qk, acc_s, t_sr_q[None, None, kb], t_sr_k[None, None, kb], acc_s)
+                mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+
+            # Mask unselected tokens, then the online softmax update.
+            new_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+            new_max.store(row_max.load())
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                col = t_cs[i][1]
+                v = acc_s[i] * scale_log2
+                if s_valid[col, buf] == 0:
+                    v = -Float32.inf
+                acc_s[i] = v
+                rh = (i // 2) % 2
+                new_max[rh] = cute.arch.fmax(new_max[rh], v)
+            scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+            base = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+            for rh in cutlass.range_constexpr(2):
+                m = new_max[rh]
+                m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=1))
+                m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=2))
+                b = m
+                if m == -Float32.inf:
+                    b = Float32(0.0)  # nothing selected yet: keep exp2 finite
+                scale_o[rh] = cute.math.exp2(row_max[rh] - b, fastmath=True)
+                row_max[rh] = m
+                base[rh] = b
+                row_sum[rh] = row_sum[rh] * scale_o[rh]
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                rh = (i // 2) % 2
+                p = cute.math.exp2(acc_s[i] - base[rh], fastmath=True)
+                row_sum[rh] = row_sum[rh] + p
+                coord = t_cs[i]
+                s_p_mine[coord[0], coord[1]] = p.to(Float16)
+            for i in cutlass.range_constexpr(cute.size(acc_o)):
+                acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=BAR_P + wg_idx, number_of_threads=WG)
+
+            # O += P V
+            t_or_v = thr_pv.make_fragment_B(thr_pv.partition_B(s_v_mine[None, None, buf]))
+            warpgroup.fence()
+            mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+            for kb in cutlass.range_constexpr(cute.size(t_or_p.shape[2])):
+                cute.gemm(mma_pv, acc_o, t_or_p[None, None, kb], t_or_v[None, None, kb], acc_o)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+            if c + 2 < n_chunks:
+                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+
+        # Epilogue: normalise, apply v_scale, write O (and LSE).
+        inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        lse_val = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        for rh in cutlass.range_constexpr(2):
+            s = row_sum[rh]
+            s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+            s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+            inv[rh] = Float32(0.0)
+            lse_val[rh] = -Float32.inf
+            if s > 0.0:
+                inv[rh] = vs / s
+                lse_val[rh] = (row_max[rh] + cute.math.log2(s, fastmath=True)) * LN2
+        for i in cutlass.range_constexpr(cute.size(acc_o)):
+            coord = t_co[i]
+            head = head_tile * self.M + coord[0]
+            if head < num_heads:
+                val = acc_o[i] * inv[(i // 2) % 2]
+                dim = wg_idx * DV_PER_WG + coord[1]
+                if cutlass.const_expr(self.variant.split):
+                    out[row, split, head, dim] = val
+                else:
+                    out[row, head, dim] = val.to(out.element_type)
+        if cutlass.const_expr(self.variant.write_lse or self.variant.split):
+            if wg_idx == 0:
+                if wg_tid % 4 == 0:
+                    for rh in cutlass.range_constexpr(2):
+                        head = head_tile * self.M + t_cs[2 * rh][0]
+                        if head < num_heads:
+                            if cutlass.const_expr(self.variant.split):
+                                lse[row, split, head] = lse_val[rh]
+                            else:
+                                lse[row, head] = lse_val[rh]
