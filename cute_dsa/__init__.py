@@ -1,0 +1,9 @@
+"""cute_dsa: DSA selected-index NoPE MLA paged FP8 decode for Hopper, in the CuTe DSL."""
+
+from . import reference
+from .api import dsa_decode
+from .kernel_config import DecodeKernelConfig
+from .model_config import GLM_5_3, SparseMLAConfig
+
+__version__ = "0.1.0"
+__all__ = ["dsa_decode", "reference", "SparseMLAConfig", "GLM_5_3", "DecodeKernelConfig", "__version__"]

@@ -1,0 +1,117 @@
+"""`dsa_decode`: the thin torch adapter. Validation, config choice, launch; nothing else.
+
+Launches (all on torch's current CUDA stream, no host synchronisation, CUDA-graph capturable):
+1. ResolveIndices: logical ids -> physical cache rows, duplicates and invalid ids -> -1;
+2. SparseDecode: the tensor-core decode, writing the output or split-KV partials;
+3. CombineSplits (only when split): partials -> output and LSE.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple, Union
+
+import torch
+
+from . import compile as kc
+from .checks import check_decode_args, squeeze_kv_head
+from .heuristics import MAX_WIDTH, choose_splits, resolve_table_slots, split_length
+from .kernel_config import DecodeKernelConfig, DecodeVariant
+from .model_config import KV_LORA_RANK
+from .config_select import select_config
+
+Scale = Union[float, torch.Tensor]
+
+
+def _check_index_values(kv_cache, block_table, seq_lens, indices) -> None:
+    """Debug-only value checks (synchronises with the device)."""
+    num_blocks, block_size = kv_cache.shape[0], kv_cache.shape[1]
+    ids = indices.to(torch.int64)
+    if bool((ids < -1).any()):
+        raise ValueError(f"indices: {int((ids < -1).sum())} entries below -1 (holes must be -1)")
+    lens = seq_lens.to(torch.int64)[:, None]
+    too_big = (ids >= lens) & (ids >= 0)
+    if bool(too_big.any()):
+        r = int(too_big.nonzero()[0, 0])
+        raise ValueError(f"indices[{r}]: ids >= seq_lens[{r}]={int(lens[r, 0])} (they would select nothing)")
+    if bool((seq_lens.to(torch.int64) > block_table.shape[1] * block_size).any()):
+        raise ValueError(f"seq_lens: a length exceeds block_table.shape[1] * block_size = {block_table.shape[1] * block_size}")
+    sel = ids.clamp(min=0) // block_size
+    blocks = torch.gather(block_table.to(torch.int64), 1, sel.clamp(max=block_table.shape[1] - 1))
+    bad = (ids >= 0) & ((blocks < 0) | (blocks >= num_blocks))
+    if bool(bad.any()):
+        raise ValueError(f"block_table: {int(bad.sum())} selected tokens map to block ids outside [0, {num_blocks})")
+
+
+def dsa_decode(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    k_scale: Scale = 1.0,
+    v_scale: Scale = 1.0,
+    softmax_scale: Optional[float] = None,
+    index_kpool: int = 1,
+    out: Optional[torch.Tensor] = None,
+    lse: Optional[torch.Tensor] = None,
+    return_lse: bool = True,
+    config: Optional[DecodeKernelConfig] = None,
+    num_splits: Optional[int] = None,
+    check_indices: bool = False,
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Sparse MLA decode over the selected token set of each row.
+
+    Returns (out [rows, heads, 512] bf16, lse [rows, heads] fp32 natural log, or None when
+    return_lse is False and no `lse` buffer was given). See README.md for the semantics.
+    """
+    kv_cache = squeeze_kv_head(kv_cache)
+    problem = check_decode_args(
+        q, kv_cache, block_table, seq_lens, indices,
+        k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale, index_kpool=index_kpool, out=out, lse=lse,
+    )
+    if problem.width > MAX_WIDTH:
+        raise ValueError(f"indices.shape[1] (width)={problem.width}: expected <= {MAX_WIDTH}")
+    if problem.num_blocks * problem.block_size >= 2**31:
+        raise ValueError(
+            f"kv_cache.shape={tuple(kv_cache.shape)}: expected fewer than 2**31 token rows (int32 row ids)"
+        )
+    if check_indices:
+        _check_index_values(kv_cache, block_table, seq_lens, indices)
+    cfg = (config or select_config(problem, q.device)).validate()
+    splits = num_splits if num_splits is not None else choose_splits(problem, cfg)
+    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= cfg.max_splits:
+        raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
+    seg = split_length(problem.width, splits, cfg.chunk_tokens)
+    splits = -(-problem.width // seg)  # no empty trailing split
+
+    write_lse = return_lse or lse is not None
+    rows, heads = problem.num_rows, problem.num_heads
+    if out is None:
+        out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
+    if lse is None:
+        lse = torch.empty(rows, heads, dtype=torch.float32, device=q.device) if write_lse else None
+    scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
+    cache_bytes = kv_cache if kv_cache.dtype == torch.uint8 else kv_cache.view(torch.uint8)
+
+    phys = torch.empty_like(indices)
+    kc.resolve_kernel(resolve_table_slots(problem.width))(
+        indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks
+    )
+    variant = DecodeVariant(
+        config=cfg, split=splits > 1, write_lse=write_lse,
+        k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
+    )
+    ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)
+    vs = v_scale.reshape(1) if problem.v_scale_on_device else float(v_scale)
+    decode = kc.decode_kernel(variant)
+    if splits == 1:
+        lse_arg = lse if lse is not None else torch.empty(rows, heads, dtype=torch.float32, device=q.device)
+        decode(q, cache_bytes, phys, ks, vs, scale, out, lse_arg, seg, 1)
+    else:
+        o_part = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=q.device)
+        lse_part = torch.empty(rows, splits, heads, dtype=torch.float32, device=q.device)
+        decode(q, cache_bytes, phys, ks, vs, scale, o_part, lse_part, seg, splits)
+        lse_arg = lse if lse is not None else lse_part[:, 0]  # unused when write_lse is False
+        kc.combine_kernel(write_lse)(o_part, lse_part, out, lse_arg)
+    return out, (lse if write_lse else None)
