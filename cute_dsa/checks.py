@@ -49,12 +49,11 @@ def _inner_contiguous(name: str, t: torch.Tensor) -> None:
     _need(t.shape[-1] <= 1 or t.stride(-1) == 1, f"{name}.stride()={t.stride()}: expected a unit last stride")
 
 
-def _scale(name: str, s: Scale, device: torch.device) -> bool:
+def _scale(name: str, s: Scale) -> bool:
     """True when the scale is a device tensor (read by the kernel, no host sync)."""
     if isinstance(s, torch.Tensor):
         _need(s.dtype == torch.float32, f"{name}.dtype={s.dtype}: expected torch.float32")
         _need(s.numel() == 1, f"{name}.shape={tuple(s.shape)}: expected a 1-element tensor")
-        _need(s.device == device, f"{name}.device={s.device}: expected {device} (same as q)")
         return True
     if isinstance(s, bool) or not isinstance(s, (float, int)) or not math.isfinite(s):
         raise TypeError(f"{name}={s!r}: expected a finite python float or a 1-element float32 CUDA tensor")
@@ -131,25 +130,26 @@ def check_decode_args(
     _need(q.stride(1) % 8 == 0 and q.stride(0) % 8 == 0 and q.data_ptr() % 16 == 0,
           f"q.stride()={q.stride()}: expected row and head strides that are multiples of 8 elements (16 bytes)")
 
-    # Placement last, so the structural checks above are testable with CPU tensors.
-    device = q.device
-    _need(q.is_cuda, f"q.device={device}: expected a CUDA tensor")
-    for name, t in (("kv_cache", kv_cache), ("block_table", block_table), ("seq_lens", seq_lens), ("indices", indices)):
-        _need(t.device == device, f"{name}.device={t.device}: expected {device} (same as q)")
     if out is not None:
         _tensor("out", out, (torch.bfloat16,), 3)
         _need(tuple(out.shape) == (num_rows, num_heads, dim), f"out.shape={tuple(out.shape)}: expected {(num_rows, num_heads, dim)}")
-        _need(out.device == device, f"out.device={out.device}: expected {device} (same as q)")
         _inner_contiguous("out", out)
         _need(out.stride(1) % 8 == 0 and out.stride(0) % 8 == 0 and out.data_ptr() % 16 == 0,
               f"out.stride()={out.stride()}: expected row and head strides that are multiples of 8 elements")
     if lse is not None:
         _tensor("lse", lse, (torch.float32,), 2)
         _need(tuple(lse.shape) == (num_rows, num_heads), f"lse.shape={tuple(lse.shape)}: expected {(num_rows, num_heads)}")
-        _need(lse.device == device, f"lse.device={lse.device}: expected {device} (same as q)")
         _inner_contiguous("lse", lse)
-    k_dev = _scale("k_scale", k_scale, device)
-    v_dev = _scale("v_scale", v_scale, device)
+    k_dev = _scale("k_scale", k_scale)
+    v_dev = _scale("v_scale", v_scale)
+    # Placement last, so the structural checks above are testable with CPU tensors.
+    device = q.device
+    _need(q.is_cuda, f"q.device={device}: expected a CUDA tensor")
+    for name, t in (("kv_cache", kv_cache), ("block_table", block_table), ("seq_lens", seq_lens), ("indices", indices)):
+        _need(t.device == device, f"{name}.device={t.device}: expected {device} (same as q)")
+    for name, t in (("out", out), ("lse", lse)) + ((("k_scale", k_scale),) if k_dev else ()) + ((("v_scale", v_scale),) if v_dev else ()):
+        if t is not None:
+            _need(t.device == device, f"{name}.device={t.device}: expected {device} (same as q)")
     return DecodeProblem(
         num_rows=num_rows,
         num_heads=num_heads,

@@ -9,8 +9,10 @@ launches on torch's current CUDA stream.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
-from typing import Callable, Dict, Hashable
+from typing import Callable, Dict, Hashable, Optional, Tuple
 
 from .kernel_config import DecodeVariant
 
@@ -38,7 +40,25 @@ def _stream():
     return make_fake_stream(use_tvm_ffi_env_stream=True)
 
 
-def build_resolve(table_slots: int):
+def _compile(kernel, *args, dump: Optional[Tuple[str, str]] = None):
+    """cute.compile with TVM-FFI; `dump=(dir, name)` also writes the PTX and cubin as dir/name.*"""
+    import cutlass.cute as cute
+
+    if dump is None:
+        return cute.compile(kernel, *args, options=COMPILE_OPTIONS)
+    out_dir, name = dump
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        opts = f"{COMPILE_OPTIONS} --keep-ptx --keep-cubin --dump-dir {tmp}"
+        fn = cute.compile(kernel, *args, options=opts)
+        for f in os.listdir(tmp):
+            ext = f.rsplit(".", 1)[-1]
+            if ext in ("ptx", "cubin"):
+                shutil.move(os.path.join(tmp, f), os.path.join(out_dir, f"{name}.{ext}"))
+    return fn
+
+
+def build_resolve(table_slots: int, dump=None):
     import cutlass
     import cutlass.cute as cute
 
@@ -51,12 +71,10 @@ def build_resolve(table_slots: int):
     block_table = _fake(i32, (rows, mb), (_sym(), 1), 4)
     phys = _fake(i32, (rows, width), (_sym(), 1), 4)
     kernel = ResolveIndicesKernel(table_slots)
-    return cute.compile(
-        kernel, indices, seq_lens, block_table, phys, i32(64), i32(1), _stream(), options=COMPILE_OPTIONS
-    )
+    return _compile(kernel, indices, seq_lens, block_table, phys, i32(64), i32(1), _stream(), dump=dump)
 
 
-def build_decode(variant: DecodeVariant):
+def build_decode(variant: DecodeVariant, dump=None):
     import cutlass
     import cutlass.cute as cute
 
@@ -77,13 +95,10 @@ def build_decode(variant: DecodeVariant):
         lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
     kernel = SparseDecodeKernel(variant)
     i32 = cutlass.Int32
-    return cute.compile(
-        kernel, q, cache, phys, k_scale, v_scale, f32(1.0), out, lse, i32(32), i32(1), _stream(),
-        options=COMPILE_OPTIONS,
-    )
+    return _compile(kernel, q, cache, phys, k_scale, v_scale, f32(1.0), out, lse, i32(32), i32(1), _stream(), dump=dump)
 
 
-def build_combine(write_lse: bool):
+def build_combine(write_lse: bool, dump=None):
     import cutlass
     import cutlass.cute as cute
 
@@ -95,7 +110,7 @@ def build_combine(write_lse: bool):
     lse_part = _fake(f32, (rows, splits, heads), (_sym(), _sym(), 1), 4)
     out = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
     lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
-    return cute.compile(CombineSplitsKernel(write_lse=write_lse), o_part, lse_part, out, lse, _stream(), options=COMPILE_OPTIONS)
+    return _compile(CombineSplitsKernel(write_lse=write_lse), o_part, lse_part, out, lse, _stream(), dump=dump)
 
 
 def get(key: Hashable, build: Callable[[], Callable]) -> Callable:

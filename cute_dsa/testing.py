@@ -58,7 +58,10 @@ def make_inputs(
     seq_lens = torch.randint(lo, context + 1, (num_rows,), generator=g, dtype=torch.int32)
     max_blocks = (context + block_size - 1) // block_size
     num_blocks = max(num_rows * max_blocks // 2 + 1, max_blocks + 1)  # sequences share pages
-    block_table = torch.randint(0, num_blocks, (num_rows, max_blocks), generator=g, dtype=torch.int32)
+    # Distinct pages within a sequence, shared between sequences, in no particular order.
+    block_table = torch.stack(
+        [torch.randperm(num_blocks, generator=g)[:max_blocks] for _ in range(num_rows)]
+    ).to(torch.int32)
     if bad_block_frac > 0:
         bad = torch.rand(num_rows, max_blocks, generator=g) < bad_block_frac
         block_table[bad] = torch.where(torch.rand(int(bad.sum()), generator=g) < 0.5, -7, num_blocks + 3).to(torch.int32)

@@ -28,7 +28,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Float8E4M3FN, Int32, Uint8
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.cute.nvgpu.warpgroup import OperandMajorMode, SmemLayoutAtomKind
+from cutlass.cute.nvgpu import OperandMajorMode
+from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
@@ -302,7 +303,7 @@ class SparseDecodeKernel:
                 row_sum[rh] = row_sum[rh] + p
                 coord = t_cs[i]
                 s_p_mine[coord[0], coord[1]] = p.to(Float16)
-            for i in cutlass.range_constexpr(cute.size(acc_o)):
+            for i in cutlass.range(cute.size(acc_o), unroll_full=True):
                 acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=BAR_P + wg_idx, number_of_threads=WG)
@@ -330,7 +331,7 @@ class SparseDecodeKernel:
             if s > 0.0:
                 inv[rh] = vs / s
                 lse_val[rh] = (row_max[rh] + cute.math.log2(s, fastmath=True)) * LN2
-        for i in cutlass.range_constexpr(cute.size(acc_o)):
+        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
             coord = t_co[i]
             head = head_tile * self.M + coord[0]
             if head < num_heads:

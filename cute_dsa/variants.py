@@ -1,0 +1,102 @@
+"""Every compiled variant the package can launch, and the checks its PTX must pass."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional
+
+from . import compile as kc
+from .heuristics import MAX_TABLE_SLOTS
+from .kernel_config import DecodeKernelConfig, DecodeVariant
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kind: str  # "decode" | "resolve" | "combine"
+    build: Callable  # build(dump=(dir, name)) -> compiled function
+
+
+def decode_variant_name(v: DecodeVariant) -> str:
+    c = v.config
+    return (
+        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_{c.gather}"
+        f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
+        f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
+    )
+
+
+def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = True) -> List[DecodeVariant]:
+    out = []
+    for cfg in configs:
+        flags = itertools.product([False, True], repeat=4) if all_flags else [(False, True, False, False), (True, True, False, False)]
+        for split, lse, kdev, vdev in flags:
+            out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev))
+    return out
+
+
+def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List[Variant]:
+    configs = list(configs) if configs is not None else [DecodeKernelConfig()]
+    res: List[Variant] = []
+    slots = 64
+    while slots <= MAX_TABLE_SLOTS:
+        res.append(Variant(f"resolve_t{slots}", "resolve", lambda dump, s=slots: kc.build_resolve(s, dump=dump)))
+        slots *= 2
+    for lse in (True, False):
+        res.append(Variant(f"combine{'_lse' if lse else ''}", "combine", lambda dump, l=lse: kc.build_combine(l, dump=dump)))
+    for i, dv in enumerate(decode_variants(configs, all_flags=True if len(configs) == 1 else False)):
+        res.append(Variant(decode_variant_name(dv), "decode", lambda dump, v=dv: kc.build_decode(v, dump=dump)))
+    return res
+
+
+# What each kernel's PTX must contain (the design's promises) and must not.
+REQUIRED = {
+    "decode": ["wgmma.mma_async", "cp.async.cg.shared.global", "cvt.rn.f16x2.e4m3x2", "setmaxnreg", "bar.arrive"],
+    "resolve": ["atom.shared.cta.cas.b32", "atom.shared.cta.min.s32"],
+    "combine": ["ld.global.v4"],
+}
+FORBIDDEN = ["ld.local", "st.local"]
+
+
+def check_ptx(kind: str, ptx: str) -> List[str]:
+    problems = [f"missing {s}" for s in REQUIRED[kind] if s not in ptx]
+    problems += [f"contains {s} (local memory)" for s in FORBIDDEN if s in ptx]
+    return problems
+
+
+def find_ptxas() -> Optional[str]:
+    try:  # the nvidia-cuda-nvcc wheel (the `test` extra) ships one
+        import nvidia.cuda_nvcc as nv  # type: ignore
+
+        p = os.path.join(list(nv.__path__)[0], "bin", "ptxas")
+        if os.access(p, os.X_OK):
+            return p
+    except ImportError:
+        pass
+    return shutil.which("ptxas")
+
+
+@dataclass
+class PtxasReport:
+    registers: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+
+
+def ptxas_report(ptxas: str, ptx_path: str) -> PtxasReport:
+    """Assemble for sm_90a and read the resource usage of the (single) entry point."""
+    res = subprocess.run(
+        [ptxas, "-arch=sm_90a", "-v", ptx_path, "-o", os.devnull], capture_output=True, text=True, check=True
+    )
+    text = res.stderr + res.stdout
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", text)
+    r = re.search(r"Used (\d+) registers", text)
+    if not m or not r:
+        raise RuntimeError(f"could not read ptxas -v output:\n{text}")
+    return PtxasReport(int(r.group(1)), int(m.group(1)), int(m.group(2)), int(m.group(3)))

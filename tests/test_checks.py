@@ -1,0 +1,139 @@
+"""Every invariant the adapter enforces raises a message naming the argument, value and expectation.
+
+These run on the CPU: the structural checks come before the device check, so CPU tensors reach
+each one; a fully valid CPU call stops at the device check.
+"""
+
+import pytest
+import torch
+
+from cute_dsa import dsa_decode
+from cute_dsa.testing import make_inputs
+
+
+def _args(**over):
+    inp = make_inputs(2, 8, 16, block_size=16, context=64, seed=0)
+    a = dict(q=inp.q, kv_cache=inp.kv_cache, block_table=inp.block_table, seq_lens=inp.seq_lens, indices=inp.indices)
+    kw = {}
+    for k, v in over.items():
+        (a if k in a else kw).__setitem__(k, v)
+    return a, kw
+
+
+def _call(**over):
+    a, kw = _args(**over)
+    return dsa_decode(a["q"], a["kv_cache"], a["block_table"], a["seq_lens"], a["indices"], **kw)
+
+
+def _expect(exc, pattern, **over):
+    with pytest.raises(exc, match=pattern):
+        _call(**over)
+
+
+def test_valid_cpu_call_stops_at_device_check():
+    _expect(ValueError, r"q\.device=cpu: expected a CUDA tensor")
+
+
+def test_kv_lora_rank():
+    _expect(ValueError, r"kv_lora_rank\)=576: expected 512", q=torch.zeros(2, 8, 576, dtype=torch.bfloat16))
+
+
+def test_kv_heads_4d():
+    base, _ = _args()
+    c = base["kv_cache"]
+    _expect(ValueError, r"expected 1 KV head in dim 2, got 2", kv_cache=torch.stack([c, c], dim=2))
+
+
+def test_kv_head_4d_of_one_is_accepted_up_to_device():
+    base, _ = _args()
+    _expect(ValueError, r"q\.device=cpu", kv_cache=base["kv_cache"].unsqueeze(2))
+
+
+def test_block_size_multiple_of_kpool():
+    _expect(ValueError, r"index_kpool=3: expected a divisor of block_size=16", index_kpool=3)
+    _expect(ValueError, r"index_kpool=0: expected an int >= 1", index_kpool=0)
+
+
+def test_selection_rows_equal_query_rows():
+    _expect(ValueError, r"indices\.shape\[0\]=3: expected q\.shape\[0\]=2", indices=torch.zeros(3, 16, dtype=torch.int32))
+
+
+def test_rows_equal_sequences():
+    _expect(ValueError, r"num_rows\)=2: expected seq_lens\.shape\[0\] \(num_seqs\)=3", seq_lens=torch.ones(3, dtype=torch.int32))
+
+
+def test_block_table_rows():
+    _expect(ValueError, r"block_table\.shape\[0\]=5: expected seq_lens\.shape\[0\]=2", block_table=torch.zeros(5, 4, dtype=torch.int32))
+
+
+def test_zero_sequences_and_zero_heads():
+    _expect(ValueError, r"num_heads\)=0: expected >= 1", q=torch.zeros(2, 0, 512, dtype=torch.bfloat16))
+    _expect(
+        ValueError, r"num_rows\)=0: expected >= 1",
+        q=torch.zeros(0, 8, 512, dtype=torch.bfloat16), indices=torch.zeros(0, 16, dtype=torch.int32),
+        seq_lens=torch.zeros(0, dtype=torch.int32), block_table=torch.zeros(0, 4, dtype=torch.int32),
+    )
+
+
+def test_zero_width():
+    _expect(ValueError, r"width\)=0: expected >= 1", indices=torch.zeros(2, 0, dtype=torch.int32))
+
+
+@pytest.mark.parametrize(
+    "name,bad,pattern",
+    [
+        ("q", torch.zeros(2, 8, 512, dtype=torch.float16), r"q\.dtype=torch\.float16: expected torch\.bfloat16"),
+        ("kv_cache", torch.zeros(4, 16, 512, dtype=torch.bfloat16), r"kv_cache\.dtype=torch\.bfloat16: expected"),
+        ("block_table", torch.zeros(2, 4, dtype=torch.int64), r"block_table\.dtype=torch\.int64: expected torch\.int32"),
+        ("seq_lens", torch.zeros(2, dtype=torch.int64), r"seq_lens\.dtype=torch\.int64: expected torch\.int32"),
+        ("indices", torch.zeros(2, 16, dtype=torch.int64), r"indices\.dtype=torch\.int64: expected torch\.int32"),
+    ],
+)
+def test_dtypes(name, bad, pattern):
+    _expect(TypeError, pattern, **{name: bad})
+
+
+def test_not_a_tensor():
+    _expect(TypeError, r"seq_lens: expected a torch\.Tensor, got list", seq_lens=[1, 2])
+
+
+def test_ndim():
+    _expect(ValueError, r"q\.shape=\(2, 512\): expected 3 dimensions", q=torch.zeros(2, 512, dtype=torch.bfloat16))
+
+
+def test_token_stride_bytes():
+    _expect(ValueError, r"token_stride_bytes\)=448: expected a multiple of 16 that is >= 512",
+            kv_cache=torch.zeros(4, 16, 448, dtype=torch.uint8))
+    _expect(ValueError, r"token_stride_bytes\)=520: expected a multiple of 16",
+            kv_cache=torch.zeros(4, 16, 520, dtype=torch.uint8))
+
+
+def test_non_unit_inner_strides():
+    q = torch.zeros(2, 8, 1024, dtype=torch.bfloat16)[..., ::2]
+    _expect(ValueError, r"q\.stride\(\)=\(8192, 1024, 2\): expected a unit last stride", q=q)
+    ind = torch.zeros(2, 32, dtype=torch.int32)[:, ::2]
+    _expect(ValueError, r"indices\.stride\(\)=\(32, 2\): expected a unit last stride", indices=ind)
+
+
+def test_cache_strides_aligned():
+    c = torch.zeros(4, 16, 520, dtype=torch.uint8)[:, :, :512]
+    _expect(ValueError, r"kv_cache\.stride\(\)=\(8320, 520, 1\): expected block and token strides that are multiples of 16", kv_cache=c)
+
+
+def test_out_and_lse_shapes_and_dtypes():
+    _expect(ValueError, r"out\.shape=\(2, 4, 512\): expected \(2, 8, 512\)", out=torch.zeros(2, 4, 512, dtype=torch.bfloat16))
+    _expect(TypeError, r"out\.dtype=torch\.float32: expected torch\.bfloat16", out=torch.zeros(2, 8, 512))
+    _expect(ValueError, r"lse\.shape=\(2, 9\): expected \(2, 8\)", lse=torch.zeros(2, 9))
+    _expect(TypeError, r"lse\.dtype=torch\.float16: expected torch\.float32", lse=torch.zeros(2, 8, dtype=torch.float16))
+
+
+def test_scales():
+    _expect(TypeError, r"k_scale='x': expected a finite python float", k_scale="x")
+    _expect(TypeError, r"v_scale=inf: expected a finite python float", v_scale=float("inf"))
+    _expect(ValueError, r"k_scale\.shape=\(2,\): expected a 1-element tensor", k_scale=torch.ones(2))
+    _expect(ValueError, r"v_scale\.dtype=torch\.float16: expected torch\.float32", v_scale=torch.ones(1, dtype=torch.float16))
+
+
+def test_softmax_scale():
+    _expect(ValueError, r"softmax_scale=-1\.0: expected a finite float > 0", softmax_scale=-1.0)
+    _expect(TypeError, r"softmax_scale='a': expected a python float or None", softmax_scale="a")

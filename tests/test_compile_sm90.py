@@ -1,0 +1,39 @@
+"""Compile every kernel variant for sm_90a with no GPU, and check its PTX (and, via ptxas, its
+resources) for what the design promises: wgmma, cp.async gathers, e4m3x2 conversions, no
+local memory, no spills."""
+
+import os
+
+import pytest
+
+from cute_dsa.variants import all_variants, check_ptx, find_ptxas, ptxas_report
+
+pytestmark = pytest.mark.compile
+
+VARIANTS = all_variants()
+
+
+@pytest.fixture(scope="module")
+def dump_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("ptx"))
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_variant_compiles_and_ptx_has_promised_instructions(variant, dump_dir):
+    variant.build(dump=(dump_dir, variant.name))
+    ptx_path = os.path.join(dump_dir, variant.name + ".ptx")
+    assert os.path.exists(ptx_path), f"no PTX written for {variant.name}"
+    ptx = open(ptx_path).read()
+    assert ".target sm_90a" in ptx
+    problems = check_ptx(variant.kind, ptx)
+    assert not problems, f"{variant.name}: {problems}"
+    ptxas = find_ptxas()
+    if ptxas is None:
+        pytest.skip("PTX checked; no ptxas found for the spill check (install the `test` extra)")
+    rep = ptxas_report(ptxas, ptx_path)
+    assert rep.spill_stores == 0 and rep.spill_loads == 0 and rep.stack_bytes == 0, f"{variant.name}: {rep}"
+
+
+def test_check_ptx_catches_missing_and_local():
+    assert check_ptx("decode", "st.local.b32") != []
+    assert "contains ld.local (local memory)" in check_ptx("combine", "ld.global.v4 ld.local")
