@@ -1,4 +1,4 @@
-"""`python -m cute_dsa` / `cute-dsa`: demo and compile."""
+"""`python -m cute_dsa` / `cute-dsa`: demo, compile, bench."""
 
 from __future__ import annotations
 
@@ -89,6 +89,9 @@ def main(argv=None) -> int:
     c.add_argument("--arch", default="sm_90a")
     c.add_argument("--dump", default="ptx")
     c.set_defaults(fn=cmd_compile)
+    from .bench import add_parser as add_bench
+
+    add_bench(sub)
     args = p.parse_args(argv)
     return args.fn(args)
 

@@ -1,0 +1,216 @@
+"""`cute-dsa bench`: ours vs FlashMLA vs a torch gather+matmul, side by side, on one GPU.
+
+Every kernel's result is checked against the float64 oracle (first and last row) before it is
+timed. Times are medians of CUDA-event-timed calls with the L2 flushed before each call; ours
+also gets a CUDA-graph replay figure (launch gaps removed, L2 still flushed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from .bench_inputs import BenchProblem, make_bench_problem
+from .kernel_config import DecodeKernelConfig
+from .model_config import KV_LORA_RANK
+from .peers import flashmla_available, setup_flashmla, setup_torch
+from .reference import masked_attention
+from .testing import relative_error
+from .timing import Ceilings, L2Flusher, measure_ceilings, time_cold, time_graph
+
+BATCHES = (1, 2, 8, 32, 64, 128, 256)
+HEADS = (8, 16, 32, 64, 128)
+WIDTHS = (2048, 2176)
+REL_TOL = 5e-3
+SOFTMAX_SCALE = KV_LORA_RANK ** -0.5
+
+
+@dataclass
+class Row:
+    batch: int
+    heads: int
+    width: int
+    ours_us: float
+    ours_graph_us: float
+    ours_err: float
+    roofline_us: float
+    tbps: float
+    tflops: float
+    roof_frac: float
+    flashmla_us: Optional[float] = None
+    flashmla_err: Optional[float] = None
+    flashmla_roof_frac: Optional[float] = None
+    torch_us: Optional[float] = None
+    ratio: Optional[float] = None  # FlashMLA µs / ours µs
+    config: Dict = field(default_factory=dict)
+
+
+def latent_bytes(p: BenchProblem) -> int:
+    return p.valid_tokens * KV_LORA_RANK
+
+
+def flops(p: BenchProblem) -> int:
+    return 4 * KV_LORA_RANK * p.valid_tokens * p.inputs.q.shape[1]
+
+
+def roofline_us(p: BenchProblem, c: Ceilings) -> float:
+    return max(latent_bytes(p) / (c.copy_tbps * 1e6), flops(p) / (c.bf16_tflops * 1e6))
+
+
+def check_rows(call: Callable, p: BenchProblem) -> float:
+    """Relative error of `call()` against the oracle on the first and last row."""
+    out = call()[0]
+    inp = p.inputs
+    sel = torch.tensor(sorted({0, inp.q.shape[0] - 1}), device=inp.q.device)
+    ref, _ = masked_attention(
+        inp.q[sel], inp.kv_cache, inp.block_table[sel], inp.seq_lens[sel], inp.indices[sel],
+        k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
+    )
+    return relative_error(out[sel].float(), ref)
+
+
+def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_splits: Optional[int] = None):
+    from .api import dsa_decode
+
+    inp = p.inputs
+    rows, heads, _ = inp.q.shape
+    out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=inp.q.device)
+    lse = torch.empty(rows, heads, dtype=torch.float32, device=inp.q.device)
+
+    def call():
+        return dsa_decode(
+            *inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
+            out=out, lse=lse, config=config, num_splits=num_splits,
+        )
+
+    return call
+
+
+def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flusher, args) -> Row:
+    from .checks import check_decode_args
+    from .config_select import select_config
+
+    p = make_bench_problem(batch, heads, width, context=args.context, page=args.page, seed=batch * 7 + heads + width)
+    mine = ours_call(p)
+    err = check_rows(mine, p)
+    if not err <= REL_TOL:
+        raise RuntimeError(f"B={batch} H={heads} W={width}: ours differs from the oracle (rel err {err:.3e})")
+    us = time_cold(mine, flush, iters=args.iters)
+    g_us = time_graph(mine, flush)
+    roof = roofline_us(p, ceil)
+    problem = check_decode_args(
+        *p.inputs.args(), k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None
+    )
+    cfg = select_config(problem, p.inputs.q.device)
+    row = Row(
+        batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_err=err, roofline_us=roof,
+        tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us, config=cfg.to_dict(),
+    )
+    if args.flashmla and heads <= 128:
+        fm = setup_flashmla(p, SOFTMAX_SCALE)
+        row.flashmla_err = check_rows(fm, p)
+        row.flashmla_us = time_cold(fm, flush, iters=args.iters)
+        row.flashmla_roof_frac = roof / row.flashmla_us
+        row.ratio = row.flashmla_us / us
+    if args.torch:
+        row.torch_us = time_cold(setup_torch(p, SOFTMAX_SCALE), flush, iters=max(5, args.iters // 3))
+    del p
+    torch.cuda.empty_cache()
+    return row
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+COLUMNS = [
+    ("B", "batch", "d"), ("H", "heads", "d"), ("W", "width", "d"),
+    ("ours µs", "ours_us", ".1f"), ("graph µs", "ours_graph_us", ".1f"), ("TB/s", "tbps", ".2f"),
+    ("TFLOP/s", "tflops", ".0f"), ("roof", "roof_frac", ".0%"), ("FlashMLA µs", "flashmla_us", ".1f"),
+    ("FM roof", "flashmla_roof_frac", ".0%"), ("torch µs", "torch_us", ".0f"), ("FM/ours", "ratio", ".2f"),
+    ("err", "ours_err", ".1e"),
+]
+
+
+def format_table(rows: List[Row]) -> str:
+    cells = [[c[0] for c in COLUMNS]] + [[_fmt(getattr(r, k), s) for _, k, s in COLUMNS] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |" for r in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def _ints(s: Optional[str], default):
+    return tuple(int(x) for x in s.split(",")) if s else default
+
+
+def run(args) -> int:
+    if not torch.cuda.is_available():
+        print("bench needs a CUDA GPU (Hopper sm_90); none is visible", file=sys.stderr)
+        return 2
+    dev = torch.device("cuda")
+    fm_reason = flashmla_available()
+    args.flashmla = args.flashmla and fm_reason is None
+    ceil = measure_ceilings(dev)
+    name = torch.cuda.get_device_name()
+    print(f"{name}, {torch.cuda.get_device_properties(dev).multi_processor_count} SMs; commit {_git_commit()}")
+    print(f"ceilings (measured now): copy {ceil.copy_tbps:.2f} TB/s, bf16 matmul {ceil.bf16_tflops:.0f} TFLOP/s")
+    print(f"FlashMLA: {'yes' if args.flashmla else fm_reason or 'disabled'}; context {args.context}, page {args.page}")
+    shapes = [(b, h, w) for w in _ints(args.width, WIDTHS) for h in _ints(args.heads, HEADS) for b in _ints(args.batch, BATCHES)]
+    rows: List[Row] = []
+    t0 = time.time()
+    for i, (b, h, w) in enumerate(shapes):
+        r = bench_shape(b, h, w, ceil, flush_for(dev), args)
+        rows.append(r)
+        eta = (time.time() - t0) / (i + 1) * (len(shapes) - i - 1)
+        print(f"[{i + 1}/{len(shapes)} eta {eta:4.0f}s] B={b} H={h} W={w}: ours {r.ours_us:.1f} µs"
+              f" (graph {r.ours_graph_us:.1f}), FlashMLA {_fmt(r.flashmla_us, '.1f')} µs, ratio {_fmt(r.ratio, '.2f')}",
+              file=sys.stderr, flush=True)
+    print(format_table(rows))
+    ratios = [r.ratio for r in rows if r.ratio]
+    if ratios:
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"FlashMLA/ours: geomean {geo:.2f}x, min {min(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} shapes")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": name, "commit": _git_commit(), "ceilings": asdict(ceil), "context": args.context,
+                       "page": args.page, "rows": [asdict(r) for r in rows]}, f, indent=1)
+    return 0
+
+
+_flushers: Dict[str, L2Flusher] = {}
+
+
+def flush_for(dev) -> L2Flusher:
+    key = str(dev)
+    if key not in _flushers:
+        _flushers[key] = L2Flusher(dev)
+    return _flushers[key]
+
+
+def add_parser(sub) -> None:
+    b = sub.add_parser("bench", help="time ours vs FlashMLA vs torch over a grid of shapes (GPU)")
+    b.add_argument("--batch", help=f"comma list, default {','.join(map(str, BATCHES))}")
+    b.add_argument("--heads", help=f"comma list, default {','.join(map(str, HEADS))}")
+    b.add_argument("--width", help=f"comma list, default {','.join(map(str, WIDTHS))}")
+    b.add_argument("--context", type=int, default=32768)
+    b.add_argument("--page", type=int, default=64)
+    b.add_argument("--iters", type=int, default=30)
+    b.add_argument("--no-flashmla", dest="flashmla", action="store_false")
+    b.add_argument("--no-torch", dest="torch", action="store_false")
+    b.add_argument("--json", help="write every figure to this file")
+    b.set_defaults(fn=run)
