@@ -17,7 +17,7 @@ from .checks import check_decode_args, squeeze_kv_head
 from .heuristics import MAX_WIDTH, choose_splits, resolve_table_slots, split_length
 from .kernel_config import DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
-from .config_select import select_config
+from .config_select import device_info, select_launch
 
 Scale = Union[float, torch.Tensor]
 
@@ -78,8 +78,13 @@ def dsa_decode(
         )
     if check_indices:
         _check_index_values(kv_cache, block_table, seq_lens, indices)
-    cfg = (config or select_config(problem, q.device)).validate()
-    splits = num_splits if num_splits is not None else choose_splits(problem, cfg)
+    if config is None:
+        choice = select_launch(problem, q.device)
+        cfg, auto_splits = choice.config, choice.splits
+    else:
+        cfg = config.validate()
+        auto_splits = choose_splits(problem, cfg, device_info(q.device)[1]) if num_splits is None else 0
+    splits = num_splits if num_splits is not None else auto_splits
     if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= cfg.max_splits:
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)

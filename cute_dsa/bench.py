@@ -49,6 +49,9 @@ class Row:
     flashmla_roof_frac: Optional[float] = None
     torch_us: Optional[float] = None
     ratio: Optional[float] = None  # FlashMLA µs / ours µs
+    heuristic_us: Optional[float] = None  # ours with the analytical choice instead of the tuned one
+    choice: str = ""
+    splits: int = 0
     config: Dict = field(default_factory=dict)
 
 
@@ -95,7 +98,7 @@ def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_
 
 def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flusher, args) -> Row:
     from .checks import check_decode_args
-    from .config_select import select_config
+    from .config_select import heuristic_choice, select_launch
 
     p = make_bench_problem(batch, heads, width, context=args.context, page=args.page, seed=batch * 7 + heads + width)
     mine = ours_call(p)
@@ -108,11 +111,15 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
     problem = check_decode_args(
         *p.inputs.args(), k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None
     )
-    cfg = select_config(problem, p.inputs.q.device)
+    choice = select_launch(problem, p.inputs.q.device)
     row = Row(
         batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_err=err, roofline_us=roof,
-        tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us, config=cfg.to_dict(),
+        tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us,
+        choice=choice.source, splits=choice.splits, config=choice.config.to_dict(),
     )
+    if args.heuristic:
+        h = heuristic_choice(problem, torch.cuda.get_device_properties(0).multi_processor_count)
+        row.heuristic_us = time_cold(ours_call(p, h.config, h.splits), flush, iters=args.iters)
     if args.flashmla and heads <= 128:
         fm = setup_flashmla(p, SOFTMAX_SCALE)
         row.flashmla_err = check_rows(fm, p)
@@ -135,7 +142,7 @@ COLUMNS = [
     ("ours µs", "ours_us", ".1f"), ("graph µs", "ours_graph_us", ".1f"), ("TB/s", "tbps", ".2f"),
     ("TFLOP/s", "tflops", ".0f"), ("roof", "roof_frac", ".0%"), ("FlashMLA µs", "flashmla_us", ".1f"),
     ("FM roof", "flashmla_roof_frac", ".0%"), ("torch µs", "torch_us", ".0f"), ("FM/ours", "ratio", ".2f"),
-    ("err", "ours_err", ".1e"),
+    ("heur. µs", "heuristic_us", ".1f"), ("splits", "splits", "d"), ("err", "ours_err", ".1e"),
 ]
 
 
@@ -181,15 +188,19 @@ def run(args) -> int:
               f" (graph {r.ours_graph_us:.1f}), FlashMLA {_fmt(r.flashmla_us, '.1f')} µs, ratio {_fmt(r.ratio, '.2f')}",
               file=sys.stderr, flush=True)
     print(format_table(rows))
-    ratios = [r.ratio for r in rows if r.ratio]
-    if ratios:
-        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print(f"FlashMLA/ours: geomean {geo:.2f}x, min {min(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} shapes")
+    summarize("FlashMLA/ours", [r.ratio for r in rows if r.ratio])
+    summarize("heuristic/tuned", [r.heuristic_us / r.ours_us for r in rows if r.heuristic_us])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": name, "commit": _git_commit(), "ceilings": asdict(ceil), "context": args.context,
                        "page": args.page, "rows": [asdict(r) for r in rows]}, f, indent=1)
     return 0
+
+
+def summarize(what: str, ratios: List[float]) -> None:
+    if ratios:
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"{what}: geomean {geo:.2f}x, min {min(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} shapes")
 
 
 _flushers: Dict[str, L2Flusher] = {}
@@ -212,5 +223,6 @@ def add_parser(sub) -> None:
     b.add_argument("--iters", type=int, default=30)
     b.add_argument("--no-flashmla", dest="flashmla", action="store_false")
     b.add_argument("--no-torch", dest="torch", action="store_false")
+    b.add_argument("--heuristic", action="store_true", help="also time the analytical choice (vs the tuned one)")
     b.add_argument("--json", help="write every figure to this file")
     b.set_defaults(fn=run)

@@ -1,4 +1,4 @@
-"""`python -m cute_dsa` / `cute-dsa`: demo, compile, bench."""
+"""`python -m cute_dsa` / `cute-dsa`: demo, compile, bench, tune."""
 
 from __future__ import annotations
 
@@ -90,8 +90,10 @@ def main(argv=None) -> int:
     c.add_argument("--dump", default="ptx")
     c.set_defaults(fn=cmd_compile)
     from .bench import add_parser as add_bench
+    from .tune import add_parser as add_tune
 
     add_bench(sub)
+    add_tune(sub)
     args = p.parse_args(argv)
     return args.fn(args)
 

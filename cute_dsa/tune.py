@@ -1,0 +1,197 @@
+"""`cute-dsa tune`: measure every valid launch choice on a grid of shape buckets and store the
+winners as `tuning/<GPU>.yaml`.
+
+For each shape: build one benchmark problem, compute the oracle once (first and last row), then
+for each candidate (kernel config x split count) check the result against it and time a CUDA
+graph of L2-flush + decode replays (median). A candidate that fails to compile, launch or match
+the oracle is recorded with its error and skipped. Every measurement is appended to a progress
+file as it is taken, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from .heuristics import NUM_SMS_H200
+from .kernel_config import SMEM_LIMIT, DecodeKernelConfig
+from .tuning_table import Choice, Entry, ShapeKey, TuningTable, gpu_file_name
+
+BATCHES = (1, 2, 8, 32, 64, 128, 256)
+HEADS = (8, 16, 32, 64, 128)
+WIDTHS = (2048, 2176)
+PAGES = (64,)
+CHUNKS = (16, 32)
+STAGES = (2, 3, 4, 6, 8)
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
+MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine traffic
+
+
+def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
+    """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
+    ok, pruned = [], []
+    for n, st in itertools.product(CHUNKS, STAGES):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st)
+        try:
+            ok.append(cfg.validate())
+        except ValueError as e:
+            pruned.append((cfg, str(e)))
+    return ok, pruned
+
+
+def split_candidates(shape: ShapeKey, cfg: DecodeKernelConfig, num_sms: int) -> List[int]:
+    tiles = -(-shape.heads // cfg.head_tile)
+    chunks = -(-shape.width // cfg.chunk_tokens)
+    res = [s for s in SPLITS if s <= min(cfg.max_splits, chunks) and (s == 1 or shape.batch * tiles * s <= MAX_WAVES * num_sms)]
+    return res
+
+
+def shape_grid(batches: Iterable[int], heads: Iterable[int], widths: Iterable[int], pages: Iterable[int]) -> List[ShapeKey]:
+    return [ShapeKey(b, h, w, p) for p in pages for w in widths for h in heads for b in batches]
+
+
+def candidate_key(shape: ShapeKey, cfg: DecodeKernelConfig, splits: int) -> str:
+    return json.dumps([vars(shape), cfg.to_dict(), splits], sort_keys=True)
+
+
+@dataclass
+class Progress:
+    path: str
+    results: Dict[str, object]  # candidate key -> µs (float) or "error: ..."
+
+    @classmethod
+    def open(cls, path: str) -> "Progress":
+        res: Dict[str, object] = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    if line.strip():
+                        d = json.loads(line)
+                        res[d["key"]] = d["result"]
+        return cls(path, res)
+
+    def record(self, key: str, result) -> None:
+        self.results[key] = result
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"key": key, "result": result}) + "\n")
+
+
+def best_two(shape: ShapeKey, configs: List[DecodeKernelConfig], prog: Progress, num_sms: int) -> Optional[Entry]:
+    timed = []
+    for cfg in configs:
+        for s in split_candidates(shape, cfg, num_sms):
+            r = prog.results.get(candidate_key(shape, cfg, s))
+            if isinstance(r, (int, float)):
+                timed.append(Choice(cfg, s, float(r)))
+    if not timed:
+        return None
+    timed.sort(key=lambda c: c.us)
+    return Entry(shape, timed[0], timed[1] if len(timed) > 1 else None)
+
+
+def measure(shape: ShapeKey, cfg: DecodeKernelConfig, splits: int, problem, ref, flush, args) -> object:
+    import torch
+
+    from .bench import ours_call
+    from .testing import relative_error
+    from .timing import time_graph
+
+    try:
+        call = ours_call(problem, cfg, splits)
+        out = call()[0]
+        sel = sorted({0, shape.batch - 1})
+        err = relative_error(out[sel].float(), ref)
+        if not err <= 5e-3:
+            return f"error: relative error {err:.3e} vs the oracle"
+        return time_graph(call, flush, calls=args.graph_calls, replays=args.replays)
+    except Exception as e:  # a failing candidate is recorded and skipped, never fatal
+        torch.cuda.synchronize()
+        return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+
+
+def _ints(s: Optional[str], default) -> Tuple[int, ...]:
+    return tuple(int(x) for x in s.split(",")) if s else default
+
+
+def run(args) -> int:
+    configs, pruned = config_space()
+    shapes = shape_grid(_ints(args.batch, BATCHES), _ints(args.heads, HEADS), _ints(args.width, WIDTHS), _ints(args.page, PAGES))
+    num_sms = NUM_SMS_H200
+    if not args.dry_run:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("tune needs a CUDA GPU; use --dry-run to list the plan", file=sys.stderr)
+            return 2
+        props = torch.cuda.get_device_properties(0)
+        gpu, num_sms = props.name, props.multi_processor_count
+    else:
+        gpu = args.gpu or "NVIDIA H200"
+    plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
+    print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
+    for cfg, why in pruned:
+        print(f"  pruned: chunk_tokens={cfg.chunk_tokens} stages={cfg.stages}: {why.split(': ', 1)[-1]}")
+    if args.dry_run:
+        for sh in shapes:
+            n = sum(1 for p in plan if p[0] == sh)
+            print(f"  B={sh.batch} H={sh.heads} W={sh.width} page={sh.page}: {n} candidates")
+        return 0
+
+    from .bench import SOFTMAX_SCALE
+    from .bench_inputs import make_bench_problem
+    from .reference import masked_attention
+    from .timing import L2Flusher
+
+    out_path = args.out or os.path.join("tuning", gpu_file_name(gpu))
+    prog = Progress.open(args.progress or out_path + ".progress.jsonl")
+    table = TuningTable(gpu=gpu, sm_count=num_sms)
+    flush = L2Flusher(torch.device("cuda"))
+    done_before = sum(1 for p in plan if candidate_key(*p) in prog.results)
+    t0, done = time.time(), 0
+    for i, sh in enumerate(shapes):
+        todo = [(c, s) for c, s in ((p[1], p[2]) for p in plan if p[0] == sh) if candidate_key(sh, c, s) not in prog.results]
+        if todo:
+            problem = make_bench_problem(sh.batch, sh.heads, sh.width, context=args.context, page=sh.page, seed=i)
+            inp = problem.inputs
+            sel = torch.tensor(sorted({0, sh.batch - 1}), device="cuda")
+            ref, _ = masked_attention(
+                inp.q[sel], inp.kv_cache, inp.block_table[sel], inp.seq_lens[sel], inp.indices[sel],
+                k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
+            )
+            for cfg, s in todo:
+                prog.record(candidate_key(sh, cfg, s), measure(sh, cfg, s, problem, ref, flush, args))
+                done += 1
+            del problem, inp, ref
+            torch.cuda.empty_cache()
+        entry = best_two(sh, configs, prog, num_sms)
+        if entry is not None:
+            table.put(entry)
+            table.save(out_path)
+        left = len(plan) - done_before - done
+        eta = (time.time() - t0) / max(done, 1) * left
+        best = f"{entry.best.us:.1f} µs (n{entry.best.config.chunk_tokens} st{entry.best.config.stages} x{entry.best.splits})" if entry else "none"
+        print(f"[{i + 1}/{len(shapes)} eta {eta:4.0f}s] B={sh.batch} H={sh.heads} W={sh.width}: best {best}", file=sys.stderr, flush=True)
+    errors = sum(1 for p in plan if str(prog.results.get(candidate_key(*p), "")).startswith("error"))
+    print(f"wrote {out_path}: {len(table.entries)} entries; {errors} candidates failed (see {prog.path})")
+    return 0
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("tune", help="measure launch choices per shape bucket, write tuning/<GPU>.yaml (GPU)")
+    t.add_argument("--batch", help=f"comma list, default {','.join(map(str, BATCHES))}")
+    t.add_argument("--heads", help=f"comma list, default {','.join(map(str, HEADS))}")
+    t.add_argument("--width", help=f"comma list, default {','.join(map(str, WIDTHS))}")
+    t.add_argument("--page", help=f"comma list, default {','.join(map(str, PAGES))}")
+    t.add_argument("--context", type=int, default=32768)
+    t.add_argument("--graph-calls", type=int, default=5)
+    t.add_argument("--replays", type=int, default=7)
+    t.add_argument("--out", help="YAML path (default tuning/<GPU>.yaml)")
+    t.add_argument("--progress", help="resume file (default <out>.progress.jsonl)")
+    t.add_argument("--dry-run", action="store_true", help="list what would be measured; needs no GPU")
+    t.add_argument("--gpu", help="GPU name for --dry-run (default NVIDIA H200)")
+    t.set_defaults(fn=run)

@@ -1,0 +1,154 @@
+"""Tuned-config tables on the CPU: YAML round trip, header checks, nearest-bucket lookup, the
+heuristic fallback and its one-time warning, the pruning of configs that cannot fit, and that
+every config in the committed tables compiles for sm_90a."""
+
+import glob
+import os
+import warnings
+
+import pytest
+
+from cute_dsa import tuning_table as tt
+from cute_dsa.checks import DecodeProblem
+from cute_dsa.config_select import MAX_DISTANCE, choice_for, heuristic_choice
+from cute_dsa.kernel_config import DecodeKernelConfig
+from cute_dsa.tune import config_space, split_candidates
+from cute_dsa.tuning_table import Choice, Entry, ShapeKey, TuningTable
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GPU = "NVIDIA H200"
+
+
+def _problem(rows=8, heads=64, width=2048, block=64):
+    return DecodeProblem(rows, heads, width, num_blocks=1000, block_size=block, token_bytes=512,
+                         k_scale_on_device=False, v_scale_on_device=False)
+
+
+def _table():
+    t = TuningTable(gpu=GPU, sm_count=132)
+    t.put(Entry(ShapeKey(1, 64, 2048, 64), Choice(DecodeKernelConfig(chunk_tokens=16, stages=6), 32, 20.5),
+                Choice(DecodeKernelConfig(), 16, 21.0)))
+    t.put(Entry(ShapeKey(128, 64, 2048, 64), Choice(DecodeKernelConfig(stages=3), 1, 80.25)))
+    t.put(Entry(ShapeKey(8, 16, 2176, 64), Choice(DecodeKernelConfig(), 4, 30.0)))
+    return t
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """Point the lookup at a temporary file and forget cached tables and warnings."""
+    path = tmp_path / "mine.yaml"
+    monkeypatch.setenv(tt.ENV_FILE, str(path))
+    tt.clear_cache()
+    tt._warned.clear()
+    yield path
+    tt.clear_cache()
+
+
+def test_yaml_round_trip_is_exact_and_readable():
+    t = _table()
+    text = t.dump()
+    back = TuningTable.loads(text)
+    assert back.dump() == text
+    assert back.nearest(ShapeKey(1, 64, 2048, 64)).runner_up.us == 21.0
+    assert text.startswith("header:") and "gpu: NVIDIA H200" in text and "nvidia_cutlass_dsl" in text
+    # one entry per bucket: putting the same shape again replaces it
+    t.put(Entry(ShapeKey(1, 64, 2048, 64), Choice(DecodeKernelConfig(), 8, 19.0)))
+    assert len(t.entries) == 3 and t.nearest(ShapeKey(1, 64, 2048, 64)).best.splits == 8
+
+
+def test_nearest_bucket():
+    t = _table()
+    assert t.nearest(ShapeKey(2, 64, 2048, 64)).shape.batch == 1
+    assert t.nearest(ShapeKey(100, 64, 2100, 64)).shape.batch == 128
+    assert t.nearest(ShapeKey(8, 8, 2176, 64)).shape.heads == 16  # heads weigh most
+    assert t.nearest(ShapeKey(8, 48, 2048, 64)).shape.heads == 64
+
+
+def test_tuned_choice_keeps_the_bucket_cta_count(isolated):
+    _table().save(str(isolated))
+    c = choice_for(_problem(rows=2, heads=64), GPU, 132)  # bucket B=1 with 32 splits -> 16
+    assert c.source.startswith("tuned") and c.splits == 16 and c.config.chunk_tokens == 16
+    c = choice_for(_problem(rows=200, heads=64), GPU, 132)
+    assert c.splits == 1 and c.config.stages == 3
+
+
+def test_header_mismatch_is_ignored_with_one_warning(isolated):
+    t = _table()
+    t.versions = dict(t.versions, nvidia_cutlass_dsl="0.0.1")
+    t.save(str(isolated))
+    with pytest.warns(UserWarning, match="nvidia_cutlass_dsl 0.0.1 in the file"):
+        c = choice_for(_problem(), GPU, 132)
+    assert c.source == "heuristic"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tt.clear_cache()
+        choice_for(_problem(), GPU, 132)  # same message: not repeated
+
+
+def test_other_gpu_file_is_ignored(isolated):
+    t = _table()
+    t.gpu = "NVIDIA H100 80GB HBM3"
+    t.save(str(isolated))
+    with pytest.warns(UserWarning, match="GPU 'NVIDIA H100 80GB HBM3' in the file"):
+        assert choice_for(_problem(), GPU, 132).source == "heuristic"
+
+
+def test_unknown_gpu_and_far_shape_fall_back_once(isolated, monkeypatch):
+    monkeypatch.setenv(tt.ENV_FILE, str(isolated.parent / "missing.yaml"))
+    with pytest.warns(UserWarning, match="no tuning table for 'Mystery GPU'"):
+        c = choice_for(_problem(), "Mystery GPU", 100)
+    assert c == heuristic_choice(_problem(), 100)
+    _table().save(str(isolated))
+    monkeypatch.setenv(tt.ENV_FILE, str(isolated))
+    tt.clear_cache()
+    far = _problem(rows=1, heads=1)
+    assert ShapeKey(1, 1, 2048, 64).distance(ShapeKey(1, 64, 2048, 64)) > MAX_DISTANCE
+    with pytest.warns(UserWarning, match="no tuned bucket near"):
+        assert choice_for(far, GPU, 132).source == "heuristic"
+
+
+def test_bad_yaml_is_ignored(isolated):
+    isolated.write_text("header: {format: 99}\nentries: []\n")
+    with pytest.warns(UserWarning, match="format=99"):
+        assert choice_for(_problem(), GPU, 132).source == "heuristic"
+
+
+def test_config_space_prunes_what_does_not_fit():
+    ok, pruned = config_space()
+    assert ok and pruned
+    for cfg in ok:
+        assert cfg.smem_bytes() <= 227 * 1024
+    for cfg, why in pruned:
+        assert cfg.smem_bytes() > 227 * 1024 and "shared memory" in why
+    assert split_candidates(ShapeKey(128, 128, 2048, 64), ok[0], 132) == [1, 2]
+    assert split_candidates(ShapeKey(256, 128, 2048, 64), ok[0], 132) == [1]
+    assert 64 in split_candidates(ShapeKey(1, 64, 2048, 64), DecodeKernelConfig(chunk_tokens=16), 132)
+
+
+def test_unknown_config_key_is_refused():
+    with pytest.raises(ValueError, match="not fields of DecodeKernelConfig"):
+        Choice.from_dict({"config": {"chunk_tokenz": 32}, "splits": 1})
+
+
+COMMITTED = sorted(glob.glob(os.path.join(REPO, "tuning", "*.yaml")))
+
+
+def test_a_table_is_committed():
+    assert COMMITTED, "tuning/ holds no YAML table"
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("path", COMMITTED, ids=[os.path.basename(p) for p in COMMITTED])
+def test_committed_configs_compile_for_sm90a(path, tmp_path):
+    from cute_dsa.compile import build_decode
+    from cute_dsa.kernel_config import DecodeVariant
+    from cute_dsa.variants import check_ptx
+
+    table = TuningTable.load(path)
+    assert table.mismatch(table.gpu) is None, "committed table does not match this library"
+    configs = {e.best.config for e in table.entries} | {e.runner_up.config for e in table.entries if e.runner_up}
+    for i, cfg in enumerate(sorted(configs, key=str)):
+        for split in (False, True):
+            v = DecodeVariant(cfg.validate(), split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
+            build_decode(v, dump=(str(tmp_path), f"c{i}{split}"))
+            assert check_ptx("decode", open(tmp_path / f"c{i}{split}.ptx").read()) == []
