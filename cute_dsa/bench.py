@@ -98,10 +98,12 @@ def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_
 
 def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flusher, args) -> Row:
     from .checks import check_decode_args
-    from .config_select import heuristic_choice, select_launch
+    from .config_select import LaunchChoice, heuristic_choice, select_launch
+    from .heuristics import choose_splits
 
     p = make_bench_problem(batch, heads, width, context=args.context, page=args.page, seed=batch * 7 + heads + width)
-    mine = ours_call(p)
+    forced = parse_config(args.config) if args.config else None
+    mine = ours_call(p, forced)
     err = check_rows(mine, p)
     if not err <= REL_TOL:
         raise RuntimeError(f"B={batch} H={heads} W={width}: ours differs from the oracle (rel err {err:.3e})")
@@ -112,6 +114,9 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
         *p.inputs.args(), k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None
     )
     choice = select_launch(problem, p.inputs.q.device)
+    if forced is not None:  # what dsa_decode does with config= and no num_splits
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        choice = LaunchChoice(forced, choose_splits(problem, forced, sms), f"forced {args.config}")
     row = Row(
         batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_err=err, roofline_us=roof,
         tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us,
@@ -131,6 +136,15 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
     del p
     torch.cuda.empty_cache()
     return row
+
+
+def parse_config(text: str) -> DecodeKernelConfig:
+    """'chunk_tokens=16,stages=6,overlap=false' -> DecodeKernelConfig (other fields default)."""
+    fields = {}
+    for item in text.split(","):
+        k, _, v = item.partition("=")
+        fields[k.strip()] = {"true": True, "false": False}.get(v.strip().lower(), int(v) if v.strip().isdigit() else v.strip())
+    return DecodeKernelConfig.from_dict(fields).validate()
 
 
 def _fmt(v, spec):
@@ -223,6 +237,7 @@ def add_parser(sub) -> None:
     b.add_argument("--iters", type=int, default=30)
     b.add_argument("--no-flashmla", dest="flashmla", action="store_false")
     b.add_argument("--no-torch", dest="torch", action="store_false")
+    b.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6,overlap=false")
     b.add_argument("--heuristic", action="store_true", help="also time the analytical choice (vs the tuned one)")
     b.add_argument("--json", help="write every figure to this file")
     b.set_defaults(fn=run)

@@ -15,6 +15,7 @@ class DecodeKernelConfig:
     chunk_tokens: int = 32  # selected tokens per pipeline stage (the QK^T N dimension)
     stages: int = 4  # depth of the raw FP8 gather ring
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
+    overlap: bool = True  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
     def validate(self) -> "DecodeKernelConfig":
@@ -40,9 +41,9 @@ class DecodeKernelConfig:
         q = self.head_tile * 512 * 2
         k = 2 * self.chunk_tokens * 512 * 2  # two 16-bit K/V tiles (double buffer)
         raw = self.stages * self.chunk_tokens * 512
-        p = 2 * self.head_tile * self.chunk_tokens * 2  # one P tile per consumer warpgroup
+        xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
         valid = 2 * self.chunk_tokens * 4
-        return q + k + raw + p + valid + 1024  # + alignment slack
+        return q + k + raw + xchg + valid + 1024  # + alignment slack
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -27,7 +27,8 @@ HEADS = (8, 16, 32, 64, 128)
 WIDTHS = (2048, 2176)
 PAGES = (64,)
 CHUNKS = (16, 32)
-STAGES = (2, 3, 4, 6, 8)
+STAGES = (2, 3, 4, 6)
+OVERLAP = (True, False)
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine traffic
 
@@ -35,8 +36,8 @@ MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine
 def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
     """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
     ok, pruned = [], []
-    for n, st in itertools.product(CHUNKS, STAGES):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st)
+    for n, st, ov in itertools.product(CHUNKS, STAGES, OVERLAP):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, overlap=ov)
         try:
             ok.append(cfg.validate())
         except ValueError as e:

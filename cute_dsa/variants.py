@@ -25,7 +25,7 @@ class Variant:
 def decode_variant_name(v: DecodeVariant) -> str:
     c = v.config
     return (
-        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_{c.gather}"
+        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_{c.gather}{'_ov' if c.overlap else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
     )
@@ -41,7 +41,9 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
 
 
 def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List[Variant]:
-    configs = list(configs) if configs is not None else [DecodeKernelConfig()]
+    """Every kernel the package can launch: the resolve and combine kernels, the default decode
+    config with every flag combination, and every other config the tuner may choose (direct and
+    split, with LSE), or only the decode configs given."""
     res: List[Variant] = []
     slots = 64
     while slots <= MAX_TABLE_SLOTS:
@@ -49,7 +51,14 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         slots *= 2
     for lse in (True, False):
         res.append(Variant(f"combine{'_lse' if lse else ''}", "combine", lambda dump, l=lse: kc.build_combine(l, dump=dump)))
-    for i, dv in enumerate(decode_variants(configs, all_flags=True if len(configs) == 1 else False)):
+    if configs is None:
+        from .tune import config_space
+
+        default = DecodeKernelConfig()
+        decodes = decode_variants([default]) + decode_variants([c for c in config_space()[0] if c != default], all_flags=False)
+    else:
+        decodes = decode_variants(list(configs), all_flags=False)
+    for dv in decodes:
         res.append(Variant(decode_variant_name(dv), "decode", lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
 
@@ -87,6 +96,7 @@ class PtxasReport:
     stack_bytes: int
     spill_stores: int
     spill_loads: int
+    wgmma_serialized: bool  # ptxas had to serialize wgmma (C7513/C7514): the overlap is lost
 
 
 def ptxas_report(ptxas: str, ptx_path: str) -> PtxasReport:
@@ -99,4 +109,5 @@ def ptxas_report(ptxas: str, ptx_path: str) -> PtxasReport:
     r = re.search(r"Used (\d+) registers", text)
     if not m or not r:
         raise RuntimeError(f"could not read ptxas -v output:\n{text}")
-    return PtxasReport(int(r.group(1)), int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    serialized = "wgmma.mma_async instructions are serialized" in text
+    return PtxasReport(int(r.group(1)), int(m.group(1)), int(m.group(2)), int(m.group(3)), serialized)

@@ -1,6 +1,6 @@
 """Compile every kernel variant for sm_90a with no GPU, and check its PTX (and, via ptxas, its
 resources) for what the design promises: wgmma, cp.async gathers, e4m3x2 conversions, no
-local memory, no spills."""
+local memory, no spills, and no wgmma serialization (which would silently undo the overlap)."""
 
 import os
 
@@ -32,6 +32,7 @@ def test_variant_compiles_and_ptx_has_promised_instructions(variant, dump_dir):
         pytest.skip("PTX checked; no ptxas found for the spill check (install the `test` extra)")
     rep = ptxas_report(ptxas, ptx_path)
     assert rep.spill_stores == 0 and rep.spill_loads == 0 and rep.stack_bytes == 0, f"{variant.name}: {rep}"
+    assert not rep.wgmma_serialized, f"{variant.name}: ptxas serialized the wgmma pipeline"
 
 
 def test_check_ptx_catches_missing_and_local():

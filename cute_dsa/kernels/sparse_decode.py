@@ -6,14 +6,17 @@ One CTA per (head tile of 64, split of the selection, query row); 384 threads:
   16-byte `cp.async` copies into a ring of raw FP8 stages, then converts each landed stage to
   FP16 (one `cvt.rn.f16x2.e4m3x2` per two values) into one of two K/V tiles. Each thread converts
   exactly the pieces it copied, so its own `cp.async.wait_group` orders the ring; no barrier.
-* warpgroups 0 and 1, the consumers: S = Q K^T (wgmma m64nNk16, both operands K-major in shared
-  memory), online softmax in fp32 with exp2, P to shared memory, O += P V (wgmma m64n256k16,
-  V is the same tile seen MN-major). Each consumer owns 256 of the 512 output dims, so its O
-  accumulator is 128 fp32 registers per thread; both compute the (cheap) S redundantly.
+* warpgroups 0 and 1, the consumers. Consumer w owns latent dims [256w, 256w + 256): it computes
+  the partial scores Q[:, dims_w] K[:, dims_w]^T (wgmma m64nNk16, both operands K-major in shared
+  memory), the two partials are summed through a small shared-memory exchange (x + y == y + x, so
+  both warpgroups hold bit-identical S), both run the same fp32 online softmax with exp2, and
+  each keeps P in registers as the A operand of O[:, dims_w] += P V[:, dims_w] (register-sourced
+  wgmma m64n256k16; V is the same tile seen MN-major). No score is computed twice, P never
+  touches shared memory, and each consumer only ever reads its own half of the K/V tile.
 
 Producer and consumers hand the two K/V tiles back and forth with named barriers
-(FULL_b: producer arrives, consumers sync; EMPTY_b: the reverse). The latent is read once per
-(row, head tile), not once per head. Q is converted from BF16 to FP16 once per CTA; its entries
+(FULL_b: producer arrives, consumers sync; EMPTY_b: the reverse); XCHG_b pairs the consumers
+for the score exchange. The latent is read once per (row, head tile), not once per head. Q is converted from BF16 to FP16 once per CTA; its entries
 must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
 
 Scale folding: s = (q . k) * softmax_scale * k_scale is computed as exp2 of
@@ -46,7 +49,7 @@ PIECE = 16  # bytes per cp.async
 # Named barrier ids (0 is __syncthreads).
 BAR_FULL = 1  # + buffer (1, 2)
 BAR_EMPTY = 3  # + buffer (3, 4)
-BAR_P = 5  # + consumer warpgroup (5, 6)
+BAR_XCHG = 5  # + buffer (5, 6): both consumers wrote their partial scores
 
 
 class SparseDecodeKernel:
@@ -56,6 +59,7 @@ class SparseDecodeKernel:
         self.M = cfg.head_tile
         self.N = cfg.chunk_tokens
         self.stages = cfg.stages
+        self.overlap = cfg.overlap
         self.num_threads = 3 * WG
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
@@ -72,18 +76,20 @@ class SparseDecodeKernel:
         # The K tile [N tokens, 512] K-major, and the same bytes as V: [512 dims, N tokens] MN-major.
         s_k = cute.tile_to_shape(k_atom, (n, DIM, 2), order=(0, 1, 2))
         s_v = cute.tile_to_shape(mn_atom, (DIM, n, 2), order=(1, 0, 2))
-        p_kind = {32: SmemLayoutAtomKind.K_SW32, 64: SmemLayoutAtomKind.K_SW64}.get(n * 2, SmemLayoutAtomKind.K_SW128)
-        p_atom = warpgroup.make_smem_layout_atom(p_kind, Float16)
-        s_p = cute.tile_to_shape(p_atom, (m, n, 2), order=(0, 1, 2))
         s_raw = cute.make_layout((DIM, n, self.stages), stride=(1, DIM, DIM * n))
-        return s_q, s_k, s_v, s_p, s_raw
+        # Partial scores, thread-major so each register index is one conflict-free row of 128 words:
+        # (thread, accumulator element, consumer, buffer).
+        acc = m * n // WG
+        s_x = cute.make_layout((WG, acc, 2, 2), stride=(1, WG, WG * acc, 2 * WG * acc))
+        return s_q, s_k, s_v, s_raw, s_x
 
     def _mmas(self):
         mma_qk = sm90_utils.make_trivial_tiled_mma(
             Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.M, self.N)
         )
         mma_pv = sm90_utils.make_trivial_tiled_mma(
-            Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG)
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG),
+            a_source=warpgroup.OperandSource.RMEM,
         )
         return mma_qk, mma_pv
 
@@ -136,13 +142,13 @@ class SparseDecodeKernel:
         if end > start:
             n_chunks = (end - start + self.N - 1) // self.N
 
-        s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
+        s_q_l, s_k_l, s_v_l, s_raw_l, s_x_l = self._layouts()
         smem = SmemAllocator()
         s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
         s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
         s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
-        s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
         s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, 2)), byte_alignment=16)
 
         if wg_idx == 2:
@@ -151,7 +157,7 @@ class SparseDecodeKernel:
         else:
             cute.arch.setmaxregister_increase(232)
             self._consumer(
-                q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_valid,
+                q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_x, s_valid,
                 head_tile, split, row, n_chunks, wg_idx, wg_tid,
             )
 
@@ -220,10 +226,80 @@ class SparseDecodeKernel:
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
 
+    # ---------------------------------------------------------------- consumer steps
+    @cute.jit
+    def _issue_qk(self, s_q_mine, s_k_mine, acc_s, wg_tid, buf):
+        """Partial S = Q[:, dims_w] K[:, dims_w]^T for the chunk in K/V buffer `buf` (committed, not waited).
+        The tiled MMA is re-made here: its ACCUMULATE state must not escape a branch or loop body."""
+        mma_qk = self._mmas()[0]
+        thr_qk = mma_qk.get_slice(wg_tid)
+        t_sr_q = thr_qk.make_fragment_A(thr_qk.partition_A(s_q_mine))
+        t_sr_k = thr_qk.make_fragment_B(thr_qk.partition_B(s_k_mine[None, None, buf]))
+        warpgroup.fence()
+        mma_qk.set(warpgroup.Field.ACCUMULATE, False)
+        for kb in cutlass.range_constexpr(cute.size(t_sr_q.shape[2])):
+            cute.gemm(mma_qk, acc_s, t_sr_q[None, None, kb], t_sr_k[None, None, kb], acc_s)
+            mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def _issue_pv(self, s_v_mine, acc_o, wg_tid, t_or_p, buf):
+        """O[:, dims_w] += P V[:, dims_w] with P in registers (committed, not waited)."""
+        mma_pv = self._mmas()[1]
+        thr_pv = mma_pv.get_slice(wg_tid)
+        t_or_v = thr_pv.make_fragment_B(thr_pv.partition_B(s_v_mine[None, None, buf]))
+        warpgroup.fence()
+        mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+        for kb in cutlass.range_constexpr(cute.size(t_or_p.shape[2])):
+            cute.gemm(mma_pv, acc_o, t_or_p[None, None, kb], t_or_v[None, None, kb], acc_o)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def _softmax(self, acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid, buf):
+        """Exchange the partial scores of buffer `buf`, mask, update the running max and sum,
+        leave P (fp32) in `acc_s` and the factor the running O must be scaled by in `scale_o`."""
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            s_x[wg_tid, i, wg_idx, buf] = acc_s[i]
+        cute.arch.barrier(barrier_id=BAR_XCHG + buf, number_of_threads=2 * WG)
+        other = 1 - wg_idx
+        new_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        new_max.store(row_max.load())
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            col = t_cs[i][1]
+            # Own partial + the other's: the same sum in both consumers (addition commutes).
+            v = (acc_s[i] + s_x[wg_tid, i, other, buf]) * scale_log2
+            if s_valid[col, buf] == 0:
+                v = -Float32.inf
+            acc_s[i] = v
+            rh = (i // 2) % 2
+            new_max[rh] = cute.arch.fmax(new_max[rh], v)
+        base = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        for rh in cutlass.range_constexpr(2):
+            m = new_max[rh]
+            m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=1))
+            m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=2))
+            b = m
+            if m == -Float32.inf:
+                b = Float32(0.0)  # nothing selected yet: keep exp2 finite
+            scale_o[rh] = cute.math.exp2(row_max[rh] - b, fastmath=True)
+            row_max[rh] = m
+            base[rh] = b
+            row_sum[rh] = row_sum[rh] * scale_o[rh]
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            rh = (i // 2) % 2
+            p = cute.math.exp2(acc_s[i] - base[rh], fastmath=True)
+            row_sum[rh] = row_sum[rh] + p
+            acc_s[i] = p
+
+    @cute.jit
+    def _rescale(self, acc_o, scale_o):
+        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
+            acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
+
     # ---------------------------------------------------------------- consumers
     @cute.jit
     def _consumer(
-        self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_valid,
+        self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_x, s_valid,
         head_tile, split, row, n_chunks, wg_idx, wg_tid,
     ):
         num_heads = q.shape[1]
@@ -242,10 +318,13 @@ class SparseDecodeKernel:
         mma_qk, mma_pv = self._mmas()
         thr_qk = mma_qk.get_slice(wg_tid)
         thr_pv = mma_pv.get_slice(wg_tid)
-        t_sr_q = thr_qk.make_fragment_A(thr_qk.partition_A(s_q))
+        # This consumer's half of the latent dims, for Q, K and V alike.
+        s_q_mine = cute.local_tile(s_q, (self.M, DV_PER_WG), (0, wg_idx))
+        s_k_mine = cute.local_tile(s_k, (self.N, DV_PER_WG, 2), (0, wg_idx, 0))
         s_v_mine = cute.local_tile(s_v, (DV_PER_WG, self.N, 2), (wg_idx, 0, 0))
-        s_p_mine = s_p[None, None, wg_idx]
-        t_or_p = thr_pv.make_fragment_A(thr_pv.partition_A(s_p_mine))
+        # P as the register A operand of the PV wgmma. Its ((2,2,2), 1, N/16) fragment holds the
+        # same elements in the same register order as the ((2,2,N/8), 1, 1) score accumulator.
+        t_or_p = thr_pv.make_fragment_A(thr_pv.partition_shape_A((self.M, self.N)))
 
         acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((self.M, self.N)), Float32)
         acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((self.M, DV_PER_WG)), Float32)
@@ -260,64 +339,51 @@ class SparseDecodeKernel:
         row_max.fill(-Float32.inf)
         row_sum.fill(0.0)
 
-        for c in cutlass.range(n_chunks, unroll=1):
-            buf = c % 2
-            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
-            t_sr_k = thr_qk.make_fragment_B(thr_qk.partition_B(s_k[None, None, buf]))
-            # S = Q K^T
-            warpgroup.fence()
-            mma_qk.set(warpgroup.Field.ACCUMULATE, False)
-            for kb in cutlass.range_constexpr(cute.size(t_sr_q.shape[2])):
-                cute.gemm(mma_qk, acc_s, t_sr_q[None, None, kb], t_sr_k[None, None, kb], acc_s)
-                mma_qk.set(warpgroup.Field.ACCUMULATE, True)
-            warpgroup.commit_group()
-            warpgroup.wait_group(0)
-
-            # Mask unselected tokens, then the online softmax update.
-            new_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
-            new_max.store(row_max.load())
-            for i in cutlass.range_constexpr(cute.size(acc_s)):
-                col = t_cs[i][1]
-                v = acc_s[i] * scale_log2
-                if s_valid[col, buf] == 0:
-                    v = -Float32.inf
-                acc_s[i] = v
-                rh = (i // 2) % 2
-                new_max[rh] = cute.arch.fmax(new_max[rh], v)
-            scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
-            base = cute.make_rmem_tensor(cute.make_layout(2), Float32)
-            for rh in cutlass.range_constexpr(2):
-                m = new_max[rh]
-                m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=1))
-                m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=2))
-                b = m
-                if m == -Float32.inf:
-                    b = Float32(0.0)  # nothing selected yet: keep exp2 finite
-                scale_o[rh] = cute.math.exp2(row_max[rh] - b, fastmath=True)
-                row_max[rh] = m
-                base[rh] = b
-                row_sum[rh] = row_sum[rh] * scale_o[rh]
-            for i in cutlass.range_constexpr(cute.size(acc_s)):
-                rh = (i // 2) % 2
-                p = cute.math.exp2(acc_s[i] - base[rh], fastmath=True)
-                row_sum[rh] = row_sum[rh] + p
-                coord = t_cs[i]
-                s_p_mine[coord[0], coord[1]] = p.to(Float16)
-            for i in cutlass.range(cute.size(acc_o), unroll_full=True):
-                acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
-            cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier(barrier_id=BAR_P + wg_idx, number_of_threads=WG)
-
-            # O += P V
-            t_or_v = thr_pv.make_fragment_B(thr_pv.partition_B(s_v_mine[None, None, buf]))
-            warpgroup.fence()
-            mma_pv.set(warpgroup.Field.ACCUMULATE, True)
-            for kb in cutlass.range_constexpr(cute.size(t_or_p.shape[2])):
-                cute.gemm(mma_pv, acc_o, t_or_p[None, None, kb], t_or_v[None, None, kb], acc_o)
-            warpgroup.commit_group()
-            warpgroup.wait_group(0)
-            if c + 2 < n_chunks:
-                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+        scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        qk = (s_q_mine, s_k_mine, acc_s, wg_tid)
+        sm = (acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid)
+        pv = (s_v_mine, acc_o, wg_tid)
+        if cutlass.const_expr(self.overlap):
+            # Intra-warpgroup overlap: QK(c+1) is issued ahead of PV(c), so the score exchange and
+            # softmax of chunk c+1 run while the tensor cores still work on PV(c).
+            if n_chunks > 0:
+                cute.arch.barrier(barrier_id=BAR_FULL, number_of_threads=3 * WG)
+                self._issue_qk(*qk, Int32(0))
+                warpgroup.wait_group(0)
+                self._softmax(*sm, Int32(0))
+                t_or_p.store(acc_s.load().to(Float16))
+            # Every iteration has a next chunk (the last PV is peeled off below), so the wgmma
+            # wait counts are the same on every path and ptxas need not serialize.
+            for c in cutlass.range(n_chunks - 1, unroll=1):
+                buf = c % 2
+                nxt = 1 - buf
+                cute.arch.barrier(barrier_id=BAR_FULL + nxt, number_of_threads=3 * WG)
+                self._issue_qk(*qk, nxt)
+                self._issue_pv(*pv, t_or_p, buf)
+                warpgroup.wait_group(1)  # QK(c+1) done; PV(c) may still run
+                self._softmax(*sm, nxt)
+                warpgroup.wait_group(0)
+                if c + 2 < n_chunks:
+                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                # P(c+1) goes into the A registers only now: PV(c) read them until the wait.
+                t_or_p.store(acc_s.load().to(Float16))
+                self._rescale(acc_o, scale_o)
+            if n_chunks > 0:
+                self._issue_pv(*pv, t_or_p, (n_chunks - 1) % 2)
+                warpgroup.wait_group(0)
+        else:
+            for c in cutlass.range(n_chunks, unroll=1):
+                buf = c % 2
+                cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+                self._issue_qk(*qk, buf)
+                warpgroup.wait_group(0)
+                self._softmax(*sm, buf)
+                t_or_p.store(acc_s.load().to(Float16))
+                self._rescale(acc_o, scale_o)
+                self._issue_pv(*pv, t_or_p, buf)
+                warpgroup.wait_group(0)
+                if c + 2 < n_chunks:
+                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
 
         # Epilogue: normalise, apply v_scale, write O (and LSE).
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
