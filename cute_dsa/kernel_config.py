@@ -16,6 +16,7 @@ class DecodeKernelConfig:
     stages: int = 4  # depth of the raw FP8 gather ring
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
     overlap: bool = True  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
+    q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
     def validate(self) -> "DecodeKernelConfig":
@@ -31,6 +32,12 @@ class DecodeKernelConfig:
             raise ValueError(f"stages={self.stages}: expected 2..8")
         if self.max_splits < 1:
             raise ValueError(f"max_splits={self.max_splits}: expected >= 1")
+        if self.q_in_regs and self.overlap and self.chunk_tokens > 16:
+            # Q (64) + O (128) + two chunks of scores/P exceed the 240 registers a consumer thread
+            # can get next to the producer; ptxas spills (measured with ptxas -v, sm_90a).
+            raise ValueError(
+                f"{self}: q_in_regs with overlap needs chunk_tokens <= 16 (consumer registers)"
+            )
         if self.smem_bytes() > SMEM_LIMIT:
             raise ValueError(
                 f"{self}: needs {self.smem_bytes()} bytes of shared memory, more than the {SMEM_LIMIT} an H100/H200 CTA gets"

@@ -24,11 +24,12 @@ from .tuning_table import Choice, Entry, ShapeKey, TuningTable, gpu_file_name
 
 BATCHES = (1, 2, 8, 32, 64, 128, 256)
 HEADS = (8, 16, 32, 64, 128)
-WIDTHS = (2048, 2176)
+WIDTHS = (2048,)  # 2176 is 0.09 octaves away: it takes the 2048 bucket
 PAGES = (64,)
 CHUNKS = (16, 32)
-STAGES = (2, 3, 4, 6)
+STAGES = (3, 4, 6)
 OVERLAP = (True, False)
+Q_IN_REGS = (True, False)
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine traffic
 
@@ -36,8 +37,8 @@ MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine
 def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
     """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
     ok, pruned = [], []
-    for n, st, ov in itertools.product(CHUNKS, STAGES, OVERLAP):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, overlap=ov)
+    for n, st, ov, qr in itertools.product(CHUNKS, STAGES, OVERLAP, Q_IN_REGS):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, overlap=ov, q_in_regs=qr)
         try:
             ok.append(cfg.validate())
         except ValueError as e:
@@ -136,7 +137,7 @@ def run(args) -> int:
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
     print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
     for cfg, why in pruned:
-        print(f"  pruned: chunk_tokens={cfg.chunk_tokens} stages={cfg.stages}: {why.split(': ', 1)[-1]}")
+        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} overlap={cfg.overlap} q_in_regs={cfg.q_in_regs}: {why.split(': ', 1)[-1]}")
     if args.dry_run:
         for sh in shapes:
             n = sum(1 for p in plan if p[0] == sh)

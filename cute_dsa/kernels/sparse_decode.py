@@ -50,6 +50,7 @@ PIECE = 16  # bytes per cp.async
 BAR_FULL = 1  # + buffer (1, 2)
 BAR_EMPTY = 3  # + buffer (3, 4)
 BAR_XCHG = 5  # + buffer (5, 6): both consumers wrote their partial scores
+BAR_Q = 7  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
 
 
 class SparseDecodeKernel:
@@ -60,6 +61,10 @@ class SparseDecodeKernel:
         self.N = cfg.chunk_tokens
         self.stages = cfg.stages
         self.overlap = cfg.overlap
+        self.q_in_regs = cfg.q_in_regs
+        # Registers per thread after setmaxnreg: Q held as a wgmma A operand costs the consumers
+        # 64 more, taken from the producer (2 * 128 * consumer + 128 * producer <= 64K).
+        self.regs_consumer, self.regs_producer = (240, 32) if self.q_in_regs else (232, 40)
         self.num_threads = 3 * WG
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
@@ -85,7 +90,8 @@ class SparseDecodeKernel:
 
     def _mmas(self):
         mma_qk = sm90_utils.make_trivial_tiled_mma(
-            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.M, self.N)
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.M, self.N),
+            a_source=warpgroup.OperandSource.RMEM if self.q_in_regs else warpgroup.OperandSource.SMEM,
         )
         mma_pv = sm90_utils.make_trivial_tiled_mma(
             Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG),
@@ -152,10 +158,10 @@ class SparseDecodeKernel:
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, 2)), byte_alignment=16)
 
         if wg_idx == 2:
-            cute.arch.setmaxregister_decrease(40)
+            cute.arch.setmaxregister_decrease(self.regs_producer)
             self._producer(q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid)
         else:
-            cute.arch.setmaxregister_increase(232)
+            cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(
                 q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_x, s_valid,
                 head_tile, split, row, n_chunks, wg_idx, wg_tid,
@@ -182,6 +188,8 @@ class SparseDecodeKernel:
                 g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
                 rq.store(g.load().to(Float16))
             cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+        if cutlass.const_expr(self.q_in_regs):
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
 
         c16 = wg_tid % self.pieces_per_row
         tok0 = wg_tid // self.pieces_per_row
@@ -228,12 +236,15 @@ class SparseDecodeKernel:
 
     # ---------------------------------------------------------------- consumer steps
     @cute.jit
-    def _issue_qk(self, s_q_mine, s_k_mine, acc_s, wg_tid, buf):
+    def _issue_qk(self, q_operand, s_k_mine, acc_s, wg_tid, buf):
         """Partial S = Q[:, dims_w] K[:, dims_w]^T for the chunk in K/V buffer `buf` (committed, not waited).
+        `q_operand` is the register fragment of Q (q_in_regs) or its shared-memory tile.
         The tiled MMA is re-made here: its ACCUMULATE state must not escape a branch or loop body."""
         mma_qk = self._mmas()[0]
         thr_qk = mma_qk.get_slice(wg_tid)
-        t_sr_q = thr_qk.make_fragment_A(thr_qk.partition_A(s_q_mine))
+        t_sr_q = q_operand
+        if cutlass.const_expr(not self.q_in_regs):
+            t_sr_q = thr_qk.make_fragment_A(thr_qk.partition_A(q_operand))
         t_sr_k = thr_qk.make_fragment_B(thr_qk.partition_B(s_k_mine[None, None, buf]))
         warpgroup.fence()
         mma_qk.set(warpgroup.Field.ACCUMULATE, False)
@@ -340,7 +351,14 @@ class SparseDecodeKernel:
         row_sum.fill(0.0)
 
         scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
-        qk = (s_q_mine, s_k_mine, acc_s, wg_tid)
+        q_operand = s_q_mine
+        if cutlass.const_expr(self.q_in_regs):
+            # Q[:, dims_w] as the register A operand of every QK wgmma: read from shared memory once
+            # instead of once per chunk (the largest shared-memory stream otherwise).
+            q_operand = thr_qk.make_fragment_A(thr_qk.partition_shape_A((self.M, DV_PER_WG)))
+            cute.arch.barrier(barrier_id=BAR_Q, number_of_threads=3 * WG)
+            q_operand.store(thr_qk.partition_A(s_q_mine).load())
+        qk = (q_operand, s_k_mine, acc_s, wg_tid)
         sm = (acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid)
         pv = (s_v_mine, acc_o, wg_tid)
         if cutlass.const_expr(self.overlap):
