@@ -1,5 +1,4 @@
 """Quick GPU check of a few shapes against the oracle (a developer tool; the suite is tests/)."""
-import sys
 import time
 
 import torch

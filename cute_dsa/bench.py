@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from .bench_inputs import BenchProblem, make_bench_problem
+from .grid_args import add_grid_args, int_list
 from .kernel_config import DecodeKernelConfig
 from .model_config import KV_LORA_RANK
 from .peers import flashmla_available, setup_flashmla, setup_torch
@@ -175,10 +176,6 @@ def _git_commit() -> str:
         return "?"
 
 
-def _ints(s: Optional[str], default):
-    return tuple(int(x) for x in s.split(",")) if s else default
-
-
 def run(args) -> int:
     if not torch.cuda.is_available():
         print("bench needs a CUDA GPU (Hopper sm_90); none is visible", file=sys.stderr)
@@ -191,7 +188,7 @@ def run(args) -> int:
     print(f"{name}, {torch.cuda.get_device_properties(dev).multi_processor_count} SMs; commit {_git_commit()}")
     print(f"ceilings (measured now): copy {ceil.copy_tbps:.2f} TB/s, bf16 matmul {ceil.bf16_tflops:.0f} TFLOP/s")
     print(f"FlashMLA: {'yes' if args.flashmla else fm_reason or 'disabled'}; context {args.context}, page {args.page}")
-    shapes = [(b, h, w) for w in _ints(args.width, WIDTHS) for h in _ints(args.heads, HEADS) for b in _ints(args.batch, BATCHES)]
+    shapes = [(b, h, w) for w in int_list(args.width, WIDTHS) for h in int_list(args.heads, HEADS) for b in int_list(args.batch, BATCHES)]
     rows: List[Row] = []
     t0 = time.time()
     for i, (b, h, w) in enumerate(shapes):
@@ -229,9 +226,7 @@ def flush_for(dev) -> L2Flusher:
 
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="time ours vs FlashMLA vs torch over a grid of shapes (GPU)")
-    b.add_argument("--batch", help=f"comma list, default {','.join(map(str, BATCHES))}")
-    b.add_argument("--heads", help=f"comma list, default {','.join(map(str, HEADS))}")
-    b.add_argument("--width", help=f"comma list, default {','.join(map(str, WIDTHS))}")
+    add_grid_args(b, batch=BATCHES, heads=HEADS, width=WIDTHS)
     b.add_argument("--context", type=int, default=32768)
     b.add_argument("--page", type=int, default=64)
     b.add_argument("--iters", type=int, default=30)

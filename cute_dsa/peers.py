@@ -22,7 +22,7 @@ Call = Callable[[], Tuple[torch.Tensor, torch.Tensor]]
 def flashmla_available() -> Optional[str]:
     """None when FlashMLA can run here, else the reason it cannot."""
     try:
-        import flash_mla  # noqa: F401
+        import flash_mla  # noqa: F401  (import check only)
     except Exception as e:  # ImportError, or a loader error from a missing extension
         return f"flash_mla not importable ({type(e).__name__}: {e})"
     return None

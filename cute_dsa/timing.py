@@ -86,5 +86,4 @@ def measure_ceilings(device: torch.device) -> Ceilings:
     a = torch.randn(8192, 8192, dtype=torch.bfloat16, device=device)
     b = torch.randn(8192, 8192, dtype=torch.bfloat16, device=device)
     mm_us = time_cold(lambda: a @ b, flush, iters=10)
-    del src, dst
     return Ceilings(copy_tbps=2 * n / us / 1e6, bf16_tflops=2 * 8192**3 / mm_us / 1e6)

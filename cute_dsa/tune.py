@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from .grid_args import add_grid_args, int_list
 from .heuristics import NUM_SMS_H200
-from .kernel_config import SMEM_LIMIT, DecodeKernelConfig
+from .kernel_config import DecodeKernelConfig
 from .tuning_table import Choice, Entry, ShapeKey, TuningTable, gpu_file_name
 
 BATCHES = (1, 2, 8, 32, 64, 128, 256)
@@ -116,13 +117,9 @@ def measure(shape: ShapeKey, cfg: DecodeKernelConfig, splits: int, problem, ref,
         return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
-def _ints(s: Optional[str], default) -> Tuple[int, ...]:
-    return tuple(int(x) for x in s.split(",")) if s else default
-
-
 def run(args) -> int:
     configs, pruned = config_space()
-    shapes = shape_grid(_ints(args.batch, BATCHES), _ints(args.heads, HEADS), _ints(args.width, WIDTHS), _ints(args.page, PAGES))
+    shapes = shape_grid(int_list(args.batch, BATCHES), int_list(args.heads, HEADS), int_list(args.width, WIDTHS), int_list(args.page, PAGES))
     num_sms = NUM_SMS_H200
     if not args.dry_run:
         import torch
@@ -185,10 +182,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     t = sub.add_parser("tune", help="measure launch choices per shape bucket, write tuning/<GPU>.yaml (GPU)")
-    t.add_argument("--batch", help=f"comma list, default {','.join(map(str, BATCHES))}")
-    t.add_argument("--heads", help=f"comma list, default {','.join(map(str, HEADS))}")
-    t.add_argument("--width", help=f"comma list, default {','.join(map(str, WIDTHS))}")
-    t.add_argument("--page", help=f"comma list, default {','.join(map(str, PAGES))}")
+    add_grid_args(t, batch=BATCHES, heads=HEADS, width=WIDTHS, page=PAGES)
     t.add_argument("--context", type=int, default=32768)
     t.add_argument("--graph-calls", type=int, default=5)
     t.add_argument("--replays", type=int, default=7)

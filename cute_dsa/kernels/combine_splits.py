@@ -11,7 +11,7 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Int32
+from cutlass import Float32
 
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
