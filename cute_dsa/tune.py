@@ -30,7 +30,9 @@ PAGES = (64,)
 CHUNKS = (16, 32)
 STAGES = (3, 4, 6)
 OVERLAP = (True, False)
-Q_IN_REGS = (True, False)
+# q_in_regs is left out until it runs on a GPU: at 240/24 registers the producer spills, and the
+# first version (240/32) deadlocked in setmaxnreg on the H200 (2026-12-03).
+Q_IN_REGS = (False,)
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine traffic
 

@@ -62,9 +62,12 @@ class SparseDecodeKernel:
         self.stages = cfg.stages
         self.overlap = cfg.overlap
         self.q_in_regs = cfg.q_in_regs
-        # Registers per thread after setmaxnreg: Q held as a wgmma A operand costs the consumers
-        # 64 more, taken from the producer (2 * 128 * consumer + 128 * producer <= 64K).
-        self.regs_consumer, self.regs_producer = (240, 32) if self.q_in_regs else (232, 40)
+        # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
+        # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
+        # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
+        # costs the consumers 64 more, taken from the producer: 2*128*240 + 128*24 = 64512.
+        self.regs_consumer, self.regs_producer = (240, 24) if self.q_in_regs else (232, 40)
+        assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
         self.num_threads = 3 * WG
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
@@ -167,6 +170,18 @@ class SparseDecodeKernel:
                 head_tile, split, row, n_chunks, wg_idx, wg_tid,
             )
 
+    @cute.jit
+    def _load_ids(self, phys, row, pos0, end):
+        """phys[row, pos0 + 4i] for this thread's rows of a chunk, -1 past `end`; loads unconditional
+        (clamped in bounds) so they issue back to back."""
+        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+        last = phys.shape[1] - 1
+        for i in cutlass.range_constexpr(self.row_passes):
+            pos = pos0 + self.rows_per_pass * i
+            v = phys[row, cutlass.min(pos, last)]
+            ids[i] = v if pos < end else Int32(-1)
+        return ids
+
     # ---------------------------------------------------------------- producer
     @cute.jit
     def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid):
@@ -196,17 +211,18 @@ class SparseDecodeKernel:
         for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
             if c < n_chunks:
                 stage = c % self.stages
+                # All of this thread's row ids first (independent loads, in flight together),
+                # then the copies: a load-then-branch per row would serialize their latencies.
+                ids = self._load_ids(phys, row, start + c * self.N + tok0, end)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
-                    pos = start + c * self.N + tok
-                    if pos < end:
-                        ph = phys[row, pos]
-                        if ph >= 0:
-                            blk = ph // block_size
-                            slot = ph - blk * block_size
-                            src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
-                            dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                            cute.copy(copy_atom, src, dst)
+                    ph = ids[i]
+                    if ph >= 0:
+                        blk = ph // block_size
+                        slot = ph - blk * block_size
+                        src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
+                        dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                        cute.copy(copy_atom, src, dst)
             cute.arch.cp_async_commit_group()
             cc = c - (self.stages - 1)
             if cc >= 0:
@@ -215,12 +231,10 @@ class SparseDecodeKernel:
                 if cc >= 2:
                     cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
                 stage = cc % self.stages
+                ids = self._load_ids(phys, row, start + cc * self.N + tok0, end)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
-                    pos = start + cc * self.N + tok
-                    ph = Int32(-1)
-                    if pos < end:
-                        ph = phys[row, pos]
+                    ph = ids[i]
                     rk = cute.make_rmem_tensor(cute.make_layout(PIECE), Float16)
                     rk.fill(0.0)
                     if ph >= 0:
