@@ -99,7 +99,7 @@ def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_
 
 def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flusher, args) -> Row:
     from .checks import check_decode_args
-    from .config_select import LaunchChoice, heuristic_choice, select_launch
+    from .config_select import LaunchChoice, device_info, heuristic_choice, select_launch
     from .heuristics import choose_splits
 
     p = make_bench_problem(batch, heads, width, context=args.context, page=args.page, seed=batch * 7 + heads + width)
@@ -114,9 +114,9 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
     problem = check_decode_args(
         *p.inputs.args(), k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None
     )
+    sms = device_info(p.inputs.q.device)[1]
     choice = select_launch(problem, p.inputs.q.device)
     if forced is not None:  # what dsa_decode does with config= and no num_splits
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
         choice = LaunchChoice(forced, choose_splits(problem, forced, sms), f"forced {args.config}")
     row = Row(
         batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_err=err, roofline_us=roof,
@@ -124,7 +124,7 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
         choice=choice.source, splits=choice.splits, config=choice.config.to_dict(),
     )
     if args.heuristic:
-        h = heuristic_choice(problem, torch.cuda.get_device_properties(0).multi_processor_count)
+        h = heuristic_choice(problem, sms)
         row.heuristic_us = time_cold(ours_call(p, h.config, h.splits), flush, iters=args.iters)
     if args.flashmla and heads <= 128:
         fm = setup_flashmla(p, SOFTMAX_SCALE)

@@ -76,7 +76,3 @@ def select_launch(problem: DecodeProblem, device: torch.device) -> LaunchChoice:
     if choice is None:
         choice = _choices[key] = choice_for(problem, *info)
     return choice
-
-
-def select_config(problem: DecodeProblem, device: torch.device) -> DecodeKernelConfig:
-    return select_launch(problem, device).config

@@ -129,8 +129,9 @@ def run(args) -> int:
         if not torch.cuda.is_available():
             print("tune needs a CUDA GPU; use --dry-run to list the plan", file=sys.stderr)
             return 2
-        props = torch.cuda.get_device_properties(0)
-        gpu, num_sms = props.name, props.multi_processor_count
+        from .config_select import device_info
+
+        gpu, num_sms = device_info(torch.device("cuda"))
     else:
         gpu = args.gpu or "NVIDIA H200"
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]

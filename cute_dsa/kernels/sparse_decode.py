@@ -16,8 +16,8 @@ One CTA per (head tile of 64, split of the selection, query row); 384 threads:
 
 Producer and consumers hand the two K/V tiles back and forth with named barriers
 (FULL_b: producer arrives, consumers sync; EMPTY_b: the reverse); XCHG_b pairs the consumers
-for the score exchange. The latent is read once per (row, head tile), not once per head. Q is converted from BF16 to FP16 once per CTA; its entries
-must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
+for the score exchange. The latent is read once per (row, head tile), not once per head. Q is
+converted from BF16 to FP16 once per CTA; its entries must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
 
 Scale folding: s = (q . k) * softmax_scale * k_scale is computed as exp2 of
 acc * (softmax_scale * k_scale * log2 e); v_scale multiplies the normalised output.
