@@ -89,10 +89,12 @@ def main(argv=None) -> int:
     c.add_argument("--arch", default="sm_90a")
     c.add_argument("--dump", default="ptx")
     c.set_defaults(fn=cmd_compile)
+    from .ablation import add_parser as add_ablate
     from .bench import add_parser as add_bench
     from .tune import add_parser as add_tune
 
     add_bench(sub)
+    add_ablate(sub)
     add_tune(sub)
     args = p.parse_args(argv)
     return args.fn(args)

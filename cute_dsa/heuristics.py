@@ -18,13 +18,14 @@ def head_tiles(problem: DecodeProblem, config: DecodeKernelConfig) -> int:
 
 
 def choose_splits(problem: DecodeProblem, config: DecodeKernelConfig, num_sms: int = NUM_SMS_H200) -> int:
-    """Enough CTAs to fill the SMs once (one decode CTA fits per SM), no split thinner than
-    MIN_CHUNKS_PER_SPLIT chunks, never more than config.max_splits."""
+    """The split count with the least time in waves (one decode CTA fits per SM): a split of s
+    costs ceil(ctas * s / num_sms) waves of 1/s of the work each. No split thinner than
+    MIN_CHUNKS_PER_SPLIT chunks, never more than config.max_splits; ties go to fewer splits
+    (less combine work). E.g. 64 CTAs on 132 SMs: 2 splits (one full wave), not 3 (1.45 waves)."""
     ctas = problem.num_rows * head_tiles(problem, config)
-    want = -(-num_sms // ctas)
     chunks = -(-problem.width // config.chunk_tokens)
-    most = max(1, chunks // MIN_CHUNKS_PER_SPLIT)
-    return max(1, min(want, most, config.max_splits))
+    most = max(1, min(chunks // MIN_CHUNKS_PER_SPLIT, config.max_splits, -(-num_sms // ctas)))
+    return min(range(1, most + 1), key=lambda s: (-(-ctas * s // num_sms) / s, s))
 
 
 def split_length(width: int, splits: int, chunk_tokens: int) -> int:

@@ -49,7 +49,7 @@ class DecodeKernelConfig:
         k = 2 * self.chunk_tokens * 512 * 2  # two 16-bit K/V tiles (double buffer)
         raw = self.stages * self.chunk_tokens * 512
         xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
-        valid = 2 * self.chunk_tokens * 4
+        valid = (2 + self.stages) * self.chunk_tokens * 4  # per K/V buffer and per ring stage
         return q + k + raw + xchg + valid + 1024  # + alignment slack
 
     def to_dict(self) -> dict:
@@ -76,3 +76,6 @@ class DecodeVariant:
     write_lse: bool
     k_scale_on_device: bool
     v_scale_on_device: bool
+    # Ablation (`cute-dsa ablate` only; the result is wrong): "" runs everything, "gather" skips the
+    # global loads (ids and rows), "convert" the FP8 -> FP16 conversion, "mma" every wgmma.
+    drop: str = ""

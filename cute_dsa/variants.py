@@ -18,7 +18,7 @@ from .kernel_config import DecodeKernelConfig, DecodeVariant
 @dataclass(frozen=True)
 class Variant:
     name: str
-    kind: str  # "decode" | "resolve" | "combine"
+    kind: str  # "decode" | "ablation" | "resolve" | "combine"
     build: Callable  # build(dump=(dir, name)) -> compiled function
 
 
@@ -28,6 +28,7 @@ def decode_variant_name(v: DecodeVariant) -> str:
         f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_{c.gather}{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
+        f"{'_drop_' + v.drop if v.drop else ''}"
     )
 
 
@@ -42,8 +43,8 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
 
 def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List[Variant]:
     """Every kernel the package can launch: the resolve and combine kernels, the default decode
-    config with every flag combination, and every other config the tuner may choose (direct and
-    split, with LSE), or only the decode configs given."""
+    config with every flag combination, every other config the tuner may choose (direct and
+    split, with LSE) and the ablation kernels, or only the decode configs given."""
     res: List[Variant] = []
     slots = 64
     while slots <= MAX_TABLE_SLOTS:
@@ -56,16 +57,20 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
 
         default = DecodeKernelConfig()
         decodes = decode_variants([default]) + decode_variants([c for c in config_space()[0] if c != default], all_flags=False)
+        # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
+        decodes += [DecodeVariant(default, True, True, False, False, drop=d) for d in ("gather", "convert", "mma")]
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
-        res.append(Variant(decode_variant_name(dv), "decode", lambda dump, v=dv: kc.build_decode(v, dump=dump)))
+        kind = "ablation" if dv.drop else "decode"
+        res.append(Variant(decode_variant_name(dv), kind, lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
 
 
 # What each kernel's PTX must contain (the design's promises) and must not.
 REQUIRED = {
     "decode": ["wgmma.mma_async", "cp.async.cg.shared.global", "cvt.rn.f16x2.e4m3x2", "setmaxnreg", "bar.arrive"],
+    "ablation": ["setmaxnreg", "bar.arrive"],  # a dropped stage takes its instructions with it
     "resolve": ["atom.shared.cta.cas.b32", "atom.shared.cta.min.s32"],
     "combine": ["ld.global.v4"],
 }

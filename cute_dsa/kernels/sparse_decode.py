@@ -62,6 +62,7 @@ class SparseDecodeKernel:
         self.stages = cfg.stages
         self.overlap = cfg.overlap
         self.q_in_regs = cfg.q_in_regs
+        self.drop = variant.drop
         # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
         # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
         # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
@@ -159,10 +160,11 @@ class SparseDecodeKernel:
         s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, 2)), byte_alignment=16)
+        s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.stages)), byte_alignment=16)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self._producer(q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid)
+            self._producer(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, head_tile, row, start, end, n_chunks, wg_tid)
         else:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(
@@ -171,25 +173,31 @@ class SparseDecodeKernel:
             )
 
     @cute.jit
-    def _load_ids(self, phys, row, pos0, end):
-        """phys[row, pos0 + 4i] for this thread's rows of a chunk, -1 past `end`; loads unconditional
-        (clamped in bounds) so they issue back to back."""
-        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+    def _load_ids(self, ids, phys, row, pos0, end):
+        """ids[i] = phys[row, pos0 + 4i] for this thread's rows of a chunk, -1 at or past `end`.
+        The loads are unconditional (clamped in bounds) so they issue back to back."""
         last = phys.shape[1] - 1
         for i in cutlass.range_constexpr(self.row_passes):
             pos = pos0 + self.rows_per_pass * i
             v = phys[row, cutlass.min(pos, last)]
             ids[i] = v if pos < end else Int32(-1)
-        return ids
 
     # ---------------------------------------------------------------- producer
     @cute.jit
-    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_valid, head_tile, row, start, end, n_chunks, wg_tid):
+    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, head_tile, row, start, end, n_chunks, wg_tid):
         num_heads = q.shape[1]
         block_size = cache.shape[1]
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
+        c16 = wg_tid % self.pieces_per_row
+        tok0 = wg_tid // self.pieces_per_row
+        # The first chunk's row ids go out before the Q copy, so their latency hides behind it.
+        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+        ids.fill(0)
+        if cutlass.const_expr(self.drop != "gather"):
+            self._load_ids(ids, phys, row, start + tok0, end)
+
         # Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero.
         q_per_row = DIM // self.q_vec
         for i in cutlass.range_constexpr(self.q_passes):
@@ -206,23 +214,30 @@ class SparseDecodeKernel:
         if cutlass.const_expr(self.q_in_regs):
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
 
-        c16 = wg_tid % self.pieces_per_row
-        tok0 = wg_tid // self.pieces_per_row
+        zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)
+        zeros.fill(0)
         for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
             if c < n_chunks:
                 stage = c % self.stages
-                # All of this thread's row ids first (independent loads, in flight together),
-                # then the copies: a load-then-branch per row would serialize their latencies.
-                ids = self._load_ids(phys, row, start + c * self.N + tok0, end)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]
-                    if ph >= 0:
-                        blk = ph // block_size
-                        slot = ph - blk * block_size
-                        src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
-                        dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                        cute.copy(copy_atom, src, dst)
+                    dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                    if cutlass.const_expr(self.drop != "gather"):
+                        if ph >= 0:
+                            blk = ph // block_size
+                            slot = ph - blk * block_size
+                            src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
+                            cute.copy(copy_atom, src, dst)
+                        else:
+                            # A hole becomes a zero row: the conversion needs no ids, and V = 0
+                            # keeps NaN bit patterns of stale bytes out of P V.
+                            dst.store(zeros.load())
+                    if c16 == 0:
+                        s_vring[tok, stage] = Int32(ph >= 0)
+                # The next chunk's ids: in flight while this thread waits for and converts a stage.
+                if cutlass.const_expr(self.drop != "gather"):
+                    self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end)
             cute.arch.cp_async_commit_group()
             cc = c - (self.stages - 1)
             if cc >= 0:
@@ -231,19 +246,14 @@ class SparseDecodeKernel:
                 if cc >= 2:
                     cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
                 stage = cc % self.stages
-                ids = self._load_ids(phys, row, start + cc * self.N + tok0, end)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
-                    ph = ids[i]
-                    rk = cute.make_rmem_tensor(cute.make_layout(PIECE), Float16)
-                    rk.fill(0.0)
-                    if ph >= 0:
-                        raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                        f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
-                        rk.store(f8.load().to(Float16))
-                    cute.local_tile(s_k[tok, None, buf], (PIECE,), (c16,)).store(rk.load())
+                    raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                    f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
+                    if cutlass.const_expr(self.drop != "convert"):
+                        cute.local_tile(s_k[tok, None, buf], (PIECE,), (c16,)).store(f8.load().to(Float16))
                     if c16 == 0:
-                        s_valid[tok, buf] = Int32(ph >= 0)
+                        s_valid[tok, buf] = s_vring[tok, stage]  # written by this same thread
                 # Ordinary stores read next by wgmma (the async proxy).
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
@@ -262,9 +272,10 @@ class SparseDecodeKernel:
         t_sr_k = thr_qk.make_fragment_B(thr_qk.partition_B(s_k_mine[None, None, buf]))
         warpgroup.fence()
         mma_qk.set(warpgroup.Field.ACCUMULATE, False)
-        for kb in cutlass.range_constexpr(cute.size(t_sr_q.shape[2])):
-            cute.gemm(mma_qk, acc_s, t_sr_q[None, None, kb], t_sr_k[None, None, kb], acc_s)
-            mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+        if cutlass.const_expr(self.drop != "mma"):
+            for kb in cutlass.range_constexpr(cute.size(t_sr_q.shape[2])):
+                cute.gemm(mma_qk, acc_s, t_sr_q[None, None, kb], t_sr_k[None, None, kb], acc_s)
+                mma_qk.set(warpgroup.Field.ACCUMULATE, True)
         warpgroup.commit_group()
 
     @cute.jit
@@ -275,8 +286,9 @@ class SparseDecodeKernel:
         t_or_v = thr_pv.make_fragment_B(thr_pv.partition_B(s_v_mine[None, None, buf]))
         warpgroup.fence()
         mma_pv.set(warpgroup.Field.ACCUMULATE, True)
-        for kb in cutlass.range_constexpr(cute.size(t_or_p.shape[2])):
-            cute.gemm(mma_pv, acc_o, t_or_p[None, None, kb], t_or_v[None, None, kb], acc_o)
+        if cutlass.const_expr(self.drop != "mma"):
+            for kb in cutlass.range_constexpr(cute.size(t_or_p.shape[2])):
+                cute.gemm(mma_pv, acc_o, t_or_p[None, None, kb], t_or_v[None, None, kb], acc_o)
         warpgroup.commit_group()
 
     @cute.jit

@@ -1,0 +1,101 @@
+"""`cute-dsa ablate`: where the time of one decode goes, kernel by kernel and stage by stage.
+
+For each shape it times (L2 flushed before every call, CUDA events, median) the three launches of
+`dsa_decode` on their own (resolve, decode, combine), then the decode kernel again with one stage
+dropped (no global gather, no FP8 conversion, no wgmma). A stage whose removal saves little is not
+what bounds the kernel. The dropped variants compute garbage: they are timed, never checked.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Dict
+
+import torch
+
+from . import compile as kc
+from .bench import SOFTMAX_SCALE, parse_config
+from .bench_inputs import make_bench_problem
+from .checks import check_decode_args
+from .config_select import LaunchChoice, device_info, select_launch
+from .grid_args import add_grid_args, int_list
+from .heuristics import choose_splits, resolve_table_slots, split_length
+from .kernel_config import DecodeVariant
+from .model_config import KV_LORA_RANK
+from .timing import L2Flusher, time_cold
+
+DROPS = ("gather", "convert", "mma")
+
+
+def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> Dict[str, float]:
+    p = make_bench_problem(batch, heads, width, context=args.context, page=args.page, seed=batch + heads + width)
+    inp = p.inputs
+    dev = inp.q.device
+    problem = check_decode_args(
+        *inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=None, index_kpool=1, out=None, lse=None
+    )
+    choice = select_launch(problem, dev)
+    if args.config:
+        cfg = parse_config(args.config)
+        choice = LaunchChoice(cfg, choose_splits(problem, cfg, device_info(dev)[1]), "forced")
+    cfg = choice.config
+    seg = split_length(width, choice.splits, cfg.chunk_tokens)
+    splits = -(-width // seg)
+    cache = inp.kv_cache.view(torch.uint8)
+    phys = torch.empty_like(inp.indices)
+    resolve = kc.resolve_kernel(resolve_table_slots(width))
+    rows = inp.q.shape[0]
+    if splits > 1:
+        o = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=dev)
+        lse = torch.empty(rows, splits, heads, dtype=torch.float32, device=dev)
+    else:
+        o = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=dev)
+        lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
+    out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=dev)
+    out_lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
+    base = DecodeVariant(cfg, split=splits > 1, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
+
+    def res():
+        resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)
+
+    def dec(drop: str = ""):
+        k = kc.decode_kernel(replace(base, drop=drop))
+        return lambda: k(inp.q, cache, phys, inp.k_scale, inp.v_scale, SOFTMAX_SCALE, o, lse, seg, splits)
+
+    res()
+    times = {"splits": float(splits), "resolve": time_cold(res, flush, iters=args.iters), "decode": time_cold(dec(), flush, iters=args.iters)}
+    if splits > 1:
+        comb = kc.combine_kernel(True)
+        times["combine"] = time_cold(lambda: comb(o, lse, out, out_lse), flush, iters=args.iters)
+    for d in DROPS:
+        times[f"-{d}"] = time_cold(dec(d), flush, iters=args.iters)
+    return times
+
+
+def run(args) -> int:
+    if not torch.cuda.is_available():
+        print("ablate needs a CUDA GPU (Hopper sm_90); none is visible", file=sys.stderr)
+        return 2
+    flush = L2Flusher(torch.device("cuda"))
+    cols = ["splits", "resolve", "decode", "combine"] + [f"-{d}" for d in DROPS]
+    print("| B | H | W | " + " | ".join(c if c == "splits" else c + " µs" for c in cols) + " |")
+    print("|" + "---|" * (3 + len(cols)))
+    for w in int_list(args.width, (2048,)):
+        for h in int_list(args.heads, (16, 64, 128)):
+            for b in int_list(args.batch, (1, 8, 64, 128)):
+                t = stage_times(b, h, w, flush, args)
+                cells = [f"{t[c]:.0f}" if c == "splits" else (f"{t[c]:.1f}" if c in t else "-") for c in cols]
+                print(f"| {b} | {h} | {w} | " + " | ".join(cells) + " |", flush=True)
+                torch.cuda.empty_cache()
+    return 0
+
+
+def add_parser(sub) -> None:
+    a = sub.add_parser("ablate", help="time each launch and the decode with one stage dropped (GPU)")
+    add_grid_args(a, batch=(1, 8, 64, 128), heads=(16, 64, 128), width=(2048,))
+    a.add_argument("--context", type=int, default=32768)
+    a.add_argument("--page", type=int, default=64)
+    a.add_argument("--iters", type=int, default=20)
+    a.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6")
+    a.set_defaults(fn=run)
