@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     add_ablate(sub)
     add_tune(sub)
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that re-launch themselves
     return args.fn(args)
 
 

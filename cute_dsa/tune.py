@@ -6,13 +6,21 @@ for each candidate (kernel config x split count) check the result against it and
 graph of L2-flush + decode replays (median). A candidate that fails to compile, launch or match
 the oracle is recorded with its error and skipped. Every measurement is appended to a progress
 file as it is taken, so an interrupted run resumes where it stopped.
+
+A candidate can also hang the GPU (a pipeline deadlock) or kill the CUDA context, which no
+exception handler survives. So the sweep runs in a worker process under a watchdog: the worker
+names the candidate it is about to measure in `<progress>.current`; when that name has not changed
+for `--watchdog` seconds, or the worker dies, the candidate is recorded as failed, the worker is
+killed and a new one resumes from the progress file.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -119,6 +127,37 @@ def measure(shape: ShapeKey, cfg: DecodeKernelConfig, splits: int, problem, ref,
         return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
+def supervise(worker_argv: List[str], progress_path: str, watchdog: float, max_restarts: int) -> int:
+    """Run `worker_argv` until it exits 0; a candidate that stalls (no new `.current` within
+    `watchdog` seconds) or kills its worker is recorded as failed and a new worker resumes."""
+    current = progress_path + ".current"
+    for attempt in range(max_restarts + 1):
+        if os.path.exists(current):
+            os.remove(current)
+        worker = subprocess.Popen(worker_argv)
+        beat, last = time.time(), None
+        while worker.poll() is None:
+            time.sleep(0.2)
+            key = open(current).read() if os.path.exists(current) else None
+            if key != last:
+                beat, last = time.time(), key
+            elif time.time() - beat > watchdog:
+                worker.kill()
+                worker.wait()
+                break
+        if worker.returncode == 0:
+            return 0
+        key = open(current).read() if os.path.exists(current) else None
+        prog = Progress.open(progress_path)
+        if not key or key in prog.results:
+            print(f"tune: worker exited with {worker.returncode} outside a measurement", file=sys.stderr)
+            return worker.returncode or 1
+        why = "no result within the watchdog" if worker.returncode == -9 else f"worker died ({worker.returncode})"
+        prog.record(key, f"error: {why} (hang or lost CUDA context)")
+        print(f"tune: candidate failed ({why}); restarting the worker ({attempt + 1}/{max_restarts})", file=sys.stderr)
+    return 1
+
+
 def run(args) -> int:
     configs, pruned = config_space()
     shapes = shape_grid(int_list(args.batch, BATCHES), int_list(args.heads, HEADS), int_list(args.width, WIDTHS), int_list(args.page, PAGES))
@@ -150,7 +189,11 @@ def run(args) -> int:
     from .timing import L2Flusher
 
     out_path = args.out or os.path.join("tuning", gpu_file_name(gpu))
-    prog = Progress.open(args.progress or out_path + ".progress.jsonl")
+    progress_path = args.progress or out_path + ".progress.jsonl"
+    if not args.worker and args.watchdog > 0:
+        argv = [sys.executable, "-m", "cute_dsa"] + list(args.argv) + ["--worker", "--progress", progress_path]
+        return supervise(argv, progress_path, args.watchdog, args.max_restarts)
+    prog = Progress.open(progress_path)
     table = TuningTable(gpu=gpu, sm_count=num_sms)
     flush = L2Flusher(torch.device("cuda"))
     done_before = sum(1 for p in plan if candidate_key(*p) in prog.results)
@@ -166,7 +209,10 @@ def run(args) -> int:
                 k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
             )
             for cfg, s in todo:
-                prog.record(candidate_key(sh, cfg, s), measure(sh, cfg, s, problem, ref, flush, args))
+                key = candidate_key(sh, cfg, s)
+                with open(prog.path + ".current", "w") as f:  # the watchdog's heartbeat
+                    f.write(key)
+                prog.record(key, measure(sh, cfg, s, problem, ref, flush, args))
                 done += 1
             del problem, inp, ref
             torch.cuda.empty_cache()
@@ -193,4 +239,8 @@ def add_parser(sub) -> None:
     t.add_argument("--progress", help="resume file (default <out>.progress.jsonl)")
     t.add_argument("--dry-run", action="store_true", help="list what would be measured; needs no GPU")
     t.add_argument("--gpu", help="GPU name for --dry-run (default NVIDIA H200)")
+    t.add_argument("--watchdog", type=float, default=120.0,
+                   help="seconds without progress before a candidate counts as hung (0: no worker process)")
+    t.add_argument("--max-restarts", type=int, default=20)
+    t.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     t.set_defaults(fn=run)

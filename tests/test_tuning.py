@@ -151,3 +151,37 @@ def test_committed_configs_compile_for_sm90a(path, tmp_path):
             v = DecodeVariant(cfg.validate(), split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
             build_decode(v, dump=(str(tmp_path), f"c{i}{split}"))
             assert check_ptx("decode", open(tmp_path / f"c{i}{split}.ptx").read()) == []
+
+
+_FAKE_WORKER = """
+import json, os, sys, time
+prog, mode = sys.argv[1], sys.argv[2]
+done = set()
+if os.path.exists(prog):
+    done = {json.loads(l)["key"] for l in open(prog) if l.strip()}
+for key in ("a", "b", "c"):
+    if key in done:
+        continue
+    open(prog + ".current", "w").write(key)
+    if key == "b":
+        if mode == "hang":
+            time.sleep(60)
+        else:
+            os._exit(7)  # a lost CUDA context kills the process
+    with open(prog, "a") as f:
+        f.write(json.dumps({"key": key, "result": 1.0}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("mode", ["hang", "crash"])
+def test_watchdog_records_a_stalled_or_dead_candidate_and_resumes(tmp_path, mode):
+    import sys
+
+    from cute_dsa.tune import Progress, supervise
+
+    prog = str(tmp_path / "p.jsonl")
+    rc = supervise([sys.executable, "-c", _FAKE_WORKER, prog, mode], prog, watchdog=1.0, max_restarts=3)
+    assert rc == 0
+    res = Progress.open(prog).results
+    assert res["a"] == 1.0 and res["c"] == 1.0
+    assert str(res["b"]).startswith("error: " + ("no result within" if mode == "hang" else "worker died (7)"))
