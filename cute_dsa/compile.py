@@ -28,6 +28,13 @@ def _sym(div: int = 1):
     return cute.sym_int32(divisibility=div)
 
 
+def _sym64(div: int = 1):
+    """A 64-bit dynamic stride: offsets through it are computed in 64 bits (a cache > 2 GiB)."""
+    import cutlass.cute as cute
+
+    return cute.sym_int64(divisibility=div)
+
+
 def _fake(dtype, shape, stride, align):
     import cutlass.cute as cute
 
@@ -82,7 +89,7 @@ def build_decode(variant: DecodeVariant, dump=None):
 
     rows, heads, width, splits = _sym(), _sym(), _sym(), _sym()
     q = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
-    cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym(16), _sym(16), 1), 16)
+    cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym64(16), _sym64(16), 1), 16)
     phys = _fake(cutlass.Int32, (rows, width), (_sym(), 1), 4)
     f32 = cutlass.Float32
     k_scale = _fake(f32, (1,), (1,), 4) if variant.k_scale_on_device else f32(1.0)

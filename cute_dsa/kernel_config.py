@@ -14,6 +14,7 @@ class DecodeKernelConfig:
     head_tile: int = 64  # wgmma M per CTA
     chunk_tokens: int = 32  # selected tokens per pipeline stage (the QK^T N dimension)
     stages: int = 4  # depth of the raw FP8 gather ring
+    kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
     overlap: bool = True  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
@@ -30,8 +31,10 @@ class DecodeKernelConfig:
             raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32 or 64")
         if not 2 <= self.stages <= 8:
             raise ValueError(f"stages={self.stages}: expected 2..8")
-        if self.max_splits < 1:
-            raise ValueError(f"max_splits={self.max_splits}: expected >= 1")
+        if self.kv_buffers not in (2, 3):
+            raise ValueError(f"kv_buffers={self.kv_buffers}: expected 2 or 3")
+        if not 1 <= self.max_splits <= MAX_SPLITS:
+            raise ValueError(f"max_splits={self.max_splits}: expected 1..{MAX_SPLITS} (the combine kernel's threads)")
         if self.q_in_regs and self.overlap and self.chunk_tokens > 16:
             # Q (64) + O (128) + two chunks of scores/P exceed the 240 registers a consumer thread
             # can get next to the producer; ptxas spills (measured with ptxas -v, sm_90a).
@@ -46,10 +49,10 @@ class DecodeKernelConfig:
 
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2
-        k = 2 * self.chunk_tokens * 512 * 2  # two 16-bit K/V tiles (double buffer)
+        k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
         raw = self.stages * self.chunk_tokens * 512
         xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
-        valid = (2 + self.stages) * self.chunk_tokens * 4  # per K/V buffer and per ring stage
+        valid = (self.kv_buffers + self.stages) * self.chunk_tokens * 4  # per K/V buffer and per ring stage
         return q + k + raw + xchg + valid + 1024  # + alignment slack
 
     def to_dict(self) -> dict:
@@ -65,6 +68,7 @@ class DecodeKernelConfig:
 
 
 SMEM_LIMIT = 227 * 1024
+MAX_SPLITS = 128
 
 
 @dataclass(frozen=True)

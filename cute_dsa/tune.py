@@ -36,20 +36,21 @@ HEADS = (8, 16, 32, 64, 128)
 WIDTHS = (2048,)  # 2176 is 0.09 octaves away: it takes the 2048 bucket
 PAGES = (64,)
 CHUNKS = (16, 32)
-STAGES = (3, 4, 6)
+STAGES = (2, 4, 8)
+KV_BUFFERS = (2, 3)
 OVERLAP = (True, False)
 # q_in_regs is left out until it runs on a GPU: at 240/24 registers the producer spills, and the
 # first version (240/32) deadlocked in setmaxnreg on the H200 (2026-12-03).
 Q_IN_REGS = (False,)
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
-MAX_WAVES = 4  # more CTAs than this many per SM gains nothing and costs combine traffic
+MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
 
 def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
     """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
     ok, pruned = [], []
-    for n, st, ov, qr in itertools.product(CHUNKS, STAGES, OVERLAP, Q_IN_REGS):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, overlap=ov, q_in_regs=qr)
+    for n, st, kv, ov, qr in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr)
         try:
             ok.append(cfg.validate())
         except ValueError as e:
@@ -176,7 +177,7 @@ def run(args) -> int:
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
     print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
     for cfg, why in pruned:
-        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} overlap={cfg.overlap} q_in_regs={cfg.q_in_regs}: {why.split(': ', 1)[-1]}")
+        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} kv{cfg.kv_buffers} overlap={cfg.overlap} q_in_regs={cfg.q_in_regs}: {why.split(': ', 1)[-1]}")
     if args.dry_run:
         for sh in shapes:
             n = sum(1 for p in plan if p[0] == sh)
@@ -222,7 +223,7 @@ def run(args) -> int:
             table.save(out_path)
         left = len(plan) - done_before - done
         eta = (time.time() - t0) / max(done, 1) * left
-        best = f"{entry.best.us:.1f} µs (n{entry.best.config.chunk_tokens} st{entry.best.config.stages} x{entry.best.splits})" if entry else "none"
+        best = f"{entry.best.us:.1f} µs (n{entry.best.config.chunk_tokens} st{entry.best.config.stages} kv{entry.best.config.kv_buffers} x{entry.best.splits})" if entry else "none"
         print(f"[{i + 1}/{len(shapes)} eta {eta:4.0f}s] B={sh.batch} H={sh.heads} W={sh.width}: best {best}", file=sys.stderr, flush=True)
     errors = sum(1 for p in plan if str(prog.results.get(candidate_key(*p), "")).startswith("error"))
     print(f"wrote {out_path}: {len(table.entries)} entries; {errors} candidates failed (see {prog.path})")

@@ -25,7 +25,7 @@ class Variant:
 def decode_variant_name(v: DecodeVariant) -> str:
     c = v.config
     return (
-        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_{c.gather}{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}"
+        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_kv{c.kv_buffers}_{c.gather}{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
         f"{'_drop_' + v.drop if v.drop else ''}"

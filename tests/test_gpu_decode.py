@@ -1,5 +1,6 @@
 """Kernel vs the masked oracle on an H200 (skipped with a reason elsewhere)."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -141,6 +142,20 @@ def test_long_context_wide_selection():
     _run_and_check(inp)
 
 
+def test_cache_larger_than_2gib():
+    """Row addresses past 2**31 bytes (a 32k-context batch of 128 is 2.2 GB): 64-bit offsets."""
+    small = make_inputs(3, 64, 2048, token_bytes=528, seed=11, device="cuda")
+    nb = small.kv_cache.shape[0]
+    total = (2**31 + 2**28) // (64 * 528) + nb  # blocks; the used ones sit past 2**31 bytes
+    big = torch.empty(total, 64, 528, dtype=torch.uint8, device="cuda")
+    big[total - nb:] = small.kv_cache.view(torch.uint8)
+    bt = small.block_table
+    table = torch.where((bt >= 0) & (bt < nb), bt + (total - nb), bt).to(torch.int32)
+    inp = dataclasses.replace(small, kv_cache=big.view(torch.float8_e4m3fn), block_table=table)
+    _run_and_check(inp, twice=False)
+    del big
+
+
 def test_current_stream():
     inp = make_inputs(3, 64, 2048, seed=9, device="cuda")
     s = torch.cuda.Stream()
@@ -167,7 +182,7 @@ def test_cuda_graph_capture():
 
 
 def _config_id(cfg):
-    return f"n{cfg.chunk_tokens}-st{cfg.stages}-{'ov' if cfg.overlap else 'seq'}"
+    return f"n{cfg.chunk_tokens}-st{cfg.stages}-kv{cfg.kv_buffers}-{'ov' if cfg.overlap else 'seq'}"
 
 
 @pytest.mark.parametrize("cfg", config_space()[0], ids=_config_id)

@@ -123,8 +123,8 @@ def test_config_space_prunes_what_does_not_fit():
             assert cfg.smem_bytes() > 227 * 1024
         else:  # Q in registers plus two chunks in flight does not fit the consumer's registers
             assert "registers" in why and cfg.q_in_regs and cfg.overlap and cfg.chunk_tokens > 16
-    assert split_candidates(ShapeKey(128, 128, 2048, 64), ok[0], 132) == [1, 2]
-    assert split_candidates(ShapeKey(256, 128, 2048, 64), ok[0], 132) == [1]
+    assert split_candidates(ShapeKey(64, 128, 2048, 64), ok[0], 132) == [1, 2]  # 256 CTAs: two waves
+    assert split_candidates(ShapeKey(128, 128, 2048, 64), ok[0], 132) == [1]
     assert 64 in split_candidates(ShapeKey(1, 64, 2048, 64), DecodeKernelConfig(chunk_tokens=16), 132)
 
 

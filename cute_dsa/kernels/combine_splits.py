@@ -1,6 +1,7 @@
 """Combine split-KV partial results: out = sum_s exp(lse_s - lse) * o_s, lse = logsumexp_s lse_s.
 
-One CTA of 128 threads per (row, head); each thread owns 4 of the 512 latent dims. A split
+One CTA of 128 threads per (row, head); each thread owns 4 of the 512 latent dims and loads
+one split's LSE (so at most 128 splits), the weights go through shared memory. A split
 that saw no selected token has lse_s = -inf and o_s = 0, so it weighs nothing; a row where every
 split is empty gets out = 0 and lse = -inf.
 """
@@ -12,6 +13,7 @@ import math
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
+from cutlass.memory import SmemAllocator
 
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
@@ -42,16 +44,35 @@ class CombineSplitsKernel:
     def kernel(self, o_part: cute.Tensor, lse_part: cute.Tensor, out: cute.Tensor, lse: cute.Tensor):
         tidx, _, _ = cute.arch.thread_idx()
         head, row, _ = cute.arch.block_idx()
-        num_splits = o_part.shape[1]
-        lse_max = -Float32.inf
-        for s in cutlass.range(num_splits):
-            lse_max = cute.arch.fmax(lse_max, lse_part[row, s, head])
+        num_splits = o_part.shape[1]  # <= num_threads (DecodeKernelConfig.max_splits)
+        smem = SmemAllocator()
+        s_w = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads), byte_alignment=16)
+        s_max = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads // 32), byte_alignment=16)
+        # One split's LSE per thread: all loads in flight at once, not one per loop trip.
+        mine = -Float32.inf
+        if tidx < num_splits:
+            mine = lse_part[row, tidx, head]
+        m = mine
+        for off in cutlass.range_constexpr(5):
+            m = cute.arch.fmax(m, cute.arch.shuffle_sync_bfly(m, offset=1 << off))
+        if tidx % 32 == 0:
+            s_max[tidx // 32] = m
+        cute.arch.sync_threads()
+        lse_max = s_max[0]
+        for w in cutlass.range_constexpr(1, self.num_threads // 32):
+            lse_max = cute.arch.fmax(lse_max, s_max[w])
+        weight = Float32(0.0)
+        if lse_max != -Float32.inf:
+            weight = cute.math.exp2((mine - lse_max) * _LOG2E, fastmath=True)  # 0 for an empty split
+        s_w[tidx] = weight
+        cute.arch.sync_threads()
         acc = cute.make_rmem_tensor(cute.make_layout(self.vec), Float32)
         acc.fill(0.0)
         total = Float32(0.0)
         if lse_max != -Float32.inf:
-            for s in cutlass.range(num_splits):
-                w = cute.math.exp2((lse_part[row, s, head] - lse_max) * _LOG2E, fastmath=True)
+            # Unrolled so that several splits' partial rows are loaded back to back.
+            for s in cutlass.range(num_splits, unroll=4):
+                w = s_w[s]
                 total = total + w
                 src = cute.local_tile(o_part[row, s, head, None], (self.vec,), (tidx,))
                 acc.store(acc.load() + src.load() * w)

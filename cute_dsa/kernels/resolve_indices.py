@@ -8,7 +8,9 @@ is its minimum position), so it is bitwise deterministic, and the decode kernel 
 non-negative entry as one member of the selected set.
 
 Duplicates are found with an open-addressing hash table in shared memory keyed by the id; each
-slot stores the lowest position holding that id (atomicCAS to claim, atomicMin to lower).
+slot stores the lowest position holding that id (atomicCAS to claim, atomicMin to lower). For
+selections up to 8192 wide the validated ids are kept in shared memory too, so probing compares
+there; the global loads (ids, then their block-table entries) are issued in batches.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ EMPTY = -1
 _HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
 
 
+# Up to this many slots the row's validated ids also fit in shared memory (width <= slots / 2),
+# so the duplicate search never goes back to global memory.
+TOKENS_IN_SMEM_MAX_SLOTS = 16384
+BATCH = 4  # ids per thread whose global loads are issued together
+
+
 class ResolveIndicesKernel:
     def __init__(self, table_slots: int, num_threads: int = 512):
         assert table_slots & (table_slots - 1) == 0 and table_slots >= 64
         self.table_slots = table_slots
         self.log2_slots = table_slots.bit_length() - 1
         self.num_threads = num_threads
+        self.tokens_in_smem = table_slots <= TOKENS_IN_SMEM_MAX_SLOTS
 
     @cute.jit
     def __call__(
@@ -66,8 +75,75 @@ class ResolveIndicesKernel:
         mask = self.table_slots - 1
         for s in cutlass.range(tidx, self.table_slots, self.num_threads):
             table[s] = EMPTY
-        cute.arch.sync_threads()
+        width = indices.shape[1]
+        if cutlass.const_expr(self.tokens_in_smem):
+            # s_tok[j] = the id at position j if it selects a token, else -1.
+            s_tok = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots // 2), byte_alignment=16)
+            self._translate(indices, seq_lens, block_table, phys, block_size, num_blocks, s_tok, row, tidx)
+            cute.arch.sync_threads()
+            for j in cutlass.range(tidx, width, self.num_threads):
+                token = s_tok[j]
+                if token >= 0:
+                    s = self._slot(token)
+                    probing = True
+                    while probing:
+                        old = cute.arch.atomic_cas(table.iterator + s, cmp=Int32(EMPTY), val=j, scope="cta")
+                        if old == EMPTY:
+                            probing = False
+                        elif s_tok[old] == token:
+                            cute.arch.atomic_min(table.iterator + s, j, scope="cta")
+                            probing = False
+                        else:
+                            s = (s + 1) & mask
+            cute.arch.sync_threads()
+            for j in cutlass.range(tidx, width, self.num_threads):
+                token = s_tok[j]
+                if token >= 0:
+                    s = self._slot(token)
+                    owner = table[s]
+                    while s_tok[owner] != token:
+                        s = (s + 1) & mask
+                        owner = table[s]
+                    if owner != j:
+                        phys[row, j] = Int32(EMPTY)
+        else:
+            self._resolve_global(indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx)
 
+    @cute.jit
+    def _translate(self, indices, seq_lens, block_table, phys, block_size, num_blocks, s_tok, row, tidx):
+        """phys[row, j] = the physical row of position j (or -1), BATCH positions per thread at a
+        time with their loads issued together: ids first, then their block-table entries."""
+        width = indices.shape[1]
+        seq_len = seq_lens[row]
+        max_blocks = block_table.shape[1]
+        step = self.num_threads * BATCH
+        for base in cutlass.range(0, width, step, unroll=1):
+            tok = cute.make_rmem_tensor(cute.make_layout(BATCH), Int32)
+            blk = cute.make_rmem_tensor(cute.make_layout(BATCH), Int32)
+            for k in cutlass.range_constexpr(BATCH):
+                j = base + self.num_threads * k + tidx
+                tok[k] = indices[row, cutlass.min(j, width - 1)]
+            for k in cutlass.range_constexpr(BATCH):
+                page = cutlass.max(tok[k], 0) // block_size
+                blk[k] = block_table[row, cutlass.min(page, max_blocks - 1)]
+            for k in cutlass.range_constexpr(BATCH):
+                j = base + self.num_threads * k + tidx
+                token = tok[k]
+                page = cutlass.max(token, 0) // block_size
+                b = blk[k]
+                res = Int32(EMPTY)
+                if token >= 0 and token < seq_len and page < max_blocks and b >= 0 and b < num_blocks:
+                    res = b * block_size + (token - page * block_size)
+                if j < width:
+                    phys[row, j] = res
+                    s_tok[j] = token if res >= 0 else Int32(EMPTY)
+
+    @cute.jit
+    def _resolve_global(self, indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx):
+        """Wide selections (more ids than fit in shared memory next to the table): the duplicate
+        search compares ids in global memory."""
+        mask = self.table_slots - 1
+        cute.arch.sync_threads()
         width = indices.shape[1]
         seq_len = seq_lens[row]
         max_blocks = block_table.shape[1]

@@ -4,7 +4,8 @@ One CTA per (head tile of 64, split of the selection, query row); 384 threads:
 
 * warpgroup 2, the producer: gathers the selected latent rows of a chunk of `N` tokens with
   16-byte `cp.async` copies into a ring of raw FP8 stages, then converts each landed stage to
-  FP16 (one `cvt.rn.f16x2.e4m3x2` per two values) into one of two K/V tiles. Each thread converts
+  FP16 (one `cvt.rn.f16x2.e4m3x2` per two values) into one of `kv_buffers` (2 or 3) K/V tiles;
+  with 3 the producer converts chunk c+2 while the consumers work on chunks c and c+1. Each thread converts
   exactly the pieces it copied, so its own `cp.async.wait_group` orders the ring; no barrier.
 * warpgroups 0 and 1, the consumers. Consumer w owns latent dims [256w, 256w + 256): it computes
   the partial scores Q[:, dims_w] K[:, dims_w]^T (wgmma m64nNk16, both operands K-major in shared
@@ -47,10 +48,11 @@ WG = 128
 PIECE = 16  # bytes per cp.async
 
 # Named barrier ids (0 is __syncthreads).
-BAR_FULL = 1  # + buffer (1, 2)
-BAR_EMPTY = 3  # + buffer (3, 4)
-BAR_XCHG = 5  # + buffer (5, 6): both consumers wrote their partial scores
-BAR_Q = 7  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
+MAX_KV_BUFS = 3
+BAR_FULL = 1  # + K/V buffer (1..3)
+BAR_EMPTY = 4  # + K/V buffer (4..6)
+BAR_XCHG = 7  # + chunk parity (7, 8): both consumers wrote their partial scores
+BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
 
 
 class SparseDecodeKernel:
@@ -63,6 +65,7 @@ class SparseDecodeKernel:
         self.overlap = cfg.overlap
         self.q_in_regs = cfg.q_in_regs
         self.drop = variant.drop
+        self.kv_bufs = cfg.kv_buffers
         # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
         # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
         # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
@@ -83,8 +86,8 @@ class SparseDecodeKernel:
         mn_atom = warpgroup.make_smem_layout_atom(SmemLayoutAtomKind.MN_SW128, Float16)
         s_q = cute.tile_to_shape(k_atom, (m, DIM), order=(0, 1))
         # The K tile [N tokens, 512] K-major, and the same bytes as V: [512 dims, N tokens] MN-major.
-        s_k = cute.tile_to_shape(k_atom, (n, DIM, 2), order=(0, 1, 2))
-        s_v = cute.tile_to_shape(mn_atom, (DIM, n, 2), order=(1, 0, 2))
+        s_k = cute.tile_to_shape(k_atom, (n, DIM, self.kv_bufs), order=(0, 1, 2))
+        s_v = cute.tile_to_shape(mn_atom, (DIM, n, self.kv_bufs), order=(1, 0, 2))
         s_raw = cute.make_layout((DIM, n, self.stages), stride=(1, DIM, DIM * n))
         # Partial scores, thread-major so each register index is one conflict-free row of 128 words:
         # (thread, accumulator element, consumer, buffer).
@@ -159,7 +162,7 @@ class SparseDecodeKernel:
         s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
         s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
-        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, 2)), byte_alignment=16)
+        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
         s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.stages)), byte_alignment=16)
 
         if wg_idx == 2:
@@ -242,8 +245,8 @@ class SparseDecodeKernel:
             cc = c - (self.stages - 1)
             if cc >= 0:
                 cute.arch.cp_async_wait_group(self.stages - 1)
-                buf = cc % 2
-                if cc >= 2:
+                buf = cc % self.kv_bufs
+                if cc >= self.kv_bufs:
                     cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
                 stage = cc % self.stages
                 for i in cutlass.range_constexpr(self.row_passes):
@@ -292,19 +295,20 @@ class SparseDecodeKernel:
         warpgroup.commit_group()
 
     @cute.jit
-    def _softmax(self, acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid, buf):
-        """Exchange the partial scores of buffer `buf`, mask, update the running max and sum,
+    def _softmax(self, acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid, buf, par):
+        """Exchange the partial scores of the chunk in K/V buffer `buf` (exchange slot `par`, the
+        chunk's parity), mask, update the running max and sum,
         leave P (fp32) in `acc_s` and the factor the running O must be scaled by in `scale_o`."""
         for i in cutlass.range_constexpr(cute.size(acc_s)):
-            s_x[wg_tid, i, wg_idx, buf] = acc_s[i]
-        cute.arch.barrier(barrier_id=BAR_XCHG + buf, number_of_threads=2 * WG)
+            s_x[wg_tid, i, wg_idx, par] = acc_s[i]
+        cute.arch.barrier(barrier_id=BAR_XCHG + par, number_of_threads=2 * WG)
         other = 1 - wg_idx
         new_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         new_max.store(row_max.load())
         for i in cutlass.range_constexpr(cute.size(acc_s)):
             col = t_cs[i][1]
             # Own partial + the other's: the same sum in both consumers (addition commutes).
-            v = (acc_s[i] + s_x[wg_tid, i, other, buf]) * scale_log2
+            v = (acc_s[i] + s_x[wg_tid, i, other, par]) * scale_log2
             if s_valid[col, buf] == 0:
                 v = -Float32.inf
             acc_s[i] = v
@@ -330,8 +334,10 @@ class SparseDecodeKernel:
 
     @cute.jit
     def _rescale(self, acc_o, scale_o):
-        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
-            acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
+        # Once the running max settles most chunks leave it unchanged: skip the 128 multiplies.
+        if scale_o[0] != 1.0 or scale_o[1] != 1.0:
+            for i in cutlass.range(cute.size(acc_o), unroll_full=True):
+                acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
 
     # ---------------------------------------------------------------- consumers
     @cute.jit
@@ -357,8 +363,8 @@ class SparseDecodeKernel:
         thr_pv = mma_pv.get_slice(wg_tid)
         # This consumer's half of the latent dims, for Q, K and V alike.
         s_q_mine = cute.local_tile(s_q, (self.M, DV_PER_WG), (0, wg_idx))
-        s_k_mine = cute.local_tile(s_k, (self.N, DV_PER_WG, 2), (0, wg_idx, 0))
-        s_v_mine = cute.local_tile(s_v, (DV_PER_WG, self.N, 2), (wg_idx, 0, 0))
+        s_k_mine = cute.local_tile(s_k, (self.N, DV_PER_WG, self.kv_bufs), (0, wg_idx, 0))
+        s_v_mine = cute.local_tile(s_v, (DV_PER_WG, self.N, self.kv_bufs), (wg_idx, 0, 0))
         # P as the register A operand of the PV wgmma. Its ((2,2,2), 1, N/16) fragment holds the
         # same elements in the same register order as the ((2,2,N/8), 1, 1) score accumulator.
         t_or_p = thr_pv.make_fragment_A(thr_pv.partition_shape_A((self.M, self.N)))
@@ -394,39 +400,39 @@ class SparseDecodeKernel:
                 cute.arch.barrier(barrier_id=BAR_FULL, number_of_threads=3 * WG)
                 self._issue_qk(*qk, Int32(0))
                 warpgroup.wait_group(0)
-                self._softmax(*sm, Int32(0))
+                self._softmax(*sm, Int32(0), Int32(0))
                 t_or_p.store(acc_s.load().to(Float16))
             # Every iteration has a next chunk (the last PV is peeled off below), so the wgmma
             # wait counts are the same on every path and ptxas need not serialize.
             for c in cutlass.range(n_chunks - 1, unroll=1):
-                buf = c % 2
-                nxt = 1 - buf
+                buf = c % self.kv_bufs
+                nxt = (c + 1) % self.kv_bufs
                 cute.arch.barrier(barrier_id=BAR_FULL + nxt, number_of_threads=3 * WG)
                 self._issue_qk(*qk, nxt)
                 self._issue_pv(*pv, t_or_p, buf)
                 warpgroup.wait_group(1)  # QK(c+1) done; PV(c) may still run
-                self._softmax(*sm, nxt)
+                self._softmax(*sm, nxt, (c + 1) % 2)
                 warpgroup.wait_group(0)
-                if c + 2 < n_chunks:
+                if c + self.kv_bufs < n_chunks:
                     cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
                 # P(c+1) goes into the A registers only now: PV(c) read them until the wait.
                 t_or_p.store(acc_s.load().to(Float16))
                 self._rescale(acc_o, scale_o)
             if n_chunks > 0:
-                self._issue_pv(*pv, t_or_p, (n_chunks - 1) % 2)
+                self._issue_pv(*pv, t_or_p, (n_chunks - 1) % self.kv_bufs)
                 warpgroup.wait_group(0)
         else:
             for c in cutlass.range(n_chunks, unroll=1):
-                buf = c % 2
+                buf = c % self.kv_bufs
                 cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
                 self._issue_qk(*qk, buf)
                 warpgroup.wait_group(0)
-                self._softmax(*sm, buf)
+                self._softmax(*sm, buf, c % 2)
                 t_or_p.store(acc_s.load().to(Float16))
                 self._rescale(acc_o, scale_o)
                 self._issue_pv(*pv, t_or_p, buf)
                 warpgroup.wait_group(0)
-                if c + 2 < n_chunks:
+                if c + self.kv_bufs < n_chunks:
                     cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
 
         # Epilogue: normalise, apply v_scale, write O (and LSE).
