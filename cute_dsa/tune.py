@@ -128,6 +128,43 @@ def measure(shape: ShapeKey, cfg: DecodeKernelConfig, splits: int, problem, ref,
         return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
+def heuristic_key(shape: ShapeKey, num_sms: int) -> str:
+    """The progress key of what the analytical heuristic would launch for `shape`."""
+    from types import SimpleNamespace
+
+    from .heuristics import choose_splits, default_config
+
+    problem = SimpleNamespace(num_rows=shape.batch, num_heads=shape.heads, width=shape.width)
+    cfg = default_config(problem)
+    return candidate_key(shape, cfg, choose_splits(problem, cfg, num_sms))
+
+
+def report(shapes: List[ShapeKey], configs: List[DecodeKernelConfig], prog: Progress, num_sms: int) -> List[str]:
+    """Markdown rows: per shape the tuned winner against the heuristic's choice, both from the same
+    sweep (CUDA-graph medians, L2 flushed), then the geomean and the worst shape."""
+    lines = ["| B | H | W | tuned µs | tuned choice | heuristic µs | heuristic/tuned |", "|---|---|---|---|---|---|---|"]
+    ratios = []
+    for sh in shapes:
+        entry = best_two(sh, configs, prog, num_sms)
+        h = prog.results.get(heuristic_key(sh, num_sms))
+        if entry is None or not isinstance(h, (int, float)):
+            continue
+        b = entry.best
+        c = b.config
+        r = h / b.us
+        ratios.append((r, sh))
+        choice = f"n{c.chunk_tokens} st{c.stages} kv{c.kv_buffers}{' ov' if c.overlap else ''} x{b.splits}"
+        lines.append(f"| {sh.batch} | {sh.heads} | {sh.width} | {b.us:.1f} | {choice} | {h:.1f} | {r:.3f} |")
+    if ratios:
+        import math
+
+        geo = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+        best, sh = max(ratios, key=lambda t: t[0])
+        lines.append("")
+        lines.append(f"heuristic/tuned: geomean {geo:.3f}x over {len(ratios)} shapes; largest gain {best:.3f}x at B={sh.batch} H={sh.heads} W={sh.width}")
+    return lines
+
+
 def supervise(worker_argv: List[str], progress_path: str, watchdog: float, max_restarts: int) -> int:
     """Run `worker_argv` until it exits 0; a candidate that stalls (no new `.current` within
     `watchdog` seconds) or kills its worker is recorded as failed and a new worker resumes."""
@@ -163,7 +200,7 @@ def run(args) -> int:
     configs, pruned = config_space()
     shapes = shape_grid(int_list(args.batch, BATCHES), int_list(args.heads, HEADS), int_list(args.width, WIDTHS), int_list(args.page, PAGES))
     num_sms = NUM_SMS_H200
-    if not args.dry_run:
+    if not (args.dry_run or args.report):
         import torch
 
         if not torch.cuda.is_available():
@@ -174,6 +211,10 @@ def run(args) -> int:
         gpu, num_sms = device_info(torch.device("cuda"))
     else:
         gpu = args.gpu or "NVIDIA H200"
+    if args.report:
+        prog = Progress.open(args.progress or os.path.join("tuning", gpu_file_name(gpu)) + ".progress.jsonl")
+        print("\n".join(report(shapes, configs, prog, num_sms)))
+        return 0
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
     print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
     for cfg, why in pruned:
@@ -239,7 +280,9 @@ def add_parser(sub) -> None:
     t.add_argument("--out", help="YAML path (default tuning/<GPU>.yaml)")
     t.add_argument("--progress", help="resume file (default <out>.progress.jsonl)")
     t.add_argument("--dry-run", action="store_true", help="list what would be measured; needs no GPU")
-    t.add_argument("--gpu", help="GPU name for --dry-run (default NVIDIA H200)")
+    t.add_argument("--gpu", help="GPU name for --dry-run and --report (default NVIDIA H200)")
+    t.add_argument("--report", action="store_true",
+                   help="no GPU: from the progress file, the tuned winner vs the heuristic's choice per shape")
     t.add_argument("--watchdog", type=float, default=120.0,
                    help="seconds without progress before a candidate counts as hung (0: no worker process)")
     t.add_argument("--max-restarts", type=int, default=20)

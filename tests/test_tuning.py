@@ -12,7 +12,7 @@ from cute_dsa import tuning_table as tt
 from cute_dsa.checks import DecodeProblem
 from cute_dsa.config_select import MAX_DISTANCE, choice_for, heuristic_choice
 from cute_dsa.kernel_config import DecodeKernelConfig
-from cute_dsa.tune import config_space, split_candidates
+from cute_dsa.tune import Progress, candidate_key, config_space, heuristic_key, report, split_candidates
 from cute_dsa.tuning_table import Choice, Entry, ShapeKey, TuningTable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,9 +35,11 @@ def _table():
 
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
-    """Point the lookup at a temporary file and forget cached tables and warnings."""
+    """Point the lookup at a temporary file only (not the shipped tables) and forget cached
+    tables and warnings."""
     path = tmp_path / "mine.yaml"
     monkeypatch.setenv(tt.ENV_FILE, str(path))
+    monkeypatch.setattr(tt, "candidate_paths", lambda gpu: [os.environ[tt.ENV_FILE]])
     tt.clear_cache()
     tt._warned.clear()
     yield path
@@ -85,6 +87,21 @@ def test_header_mismatch_is_ignored_with_one_warning(isolated):
         choice_for(_problem(), GPU, 132)  # same message: not repeated
 
 
+def test_a_mismatched_user_file_falls_back_to_the_shipped_table(tmp_path, monkeypatch):
+    t = _table()
+    t.versions = dict(t.versions, nvidia_cutlass_dsl="0.0.1")
+    t.save(str(tmp_path / "mine.yaml"))
+    monkeypatch.setenv(tt.ENV_FILE, str(tmp_path / "mine.yaml"))
+    tt.clear_cache()
+    tt._warned.clear()
+    try:
+        with pytest.warns(UserWarning, match="nvidia_cutlass_dsl 0.0.1 in the file"):
+            c = choice_for(_problem(), GPU, 132)
+        assert c.source.startswith("tuned")  # from tuning/NVIDIA_H200.yaml
+    finally:
+        tt.clear_cache()
+
+
 def test_other_gpu_file_is_ignored(isolated):
     t = _table()
     t.gpu = "NVIDIA H100 80GB HBM3"
@@ -126,6 +143,27 @@ def test_config_space_prunes_what_does_not_fit():
     assert split_candidates(ShapeKey(64, 128, 2048, 64), ok[0], 132) == [1, 2]  # 256 CTAs: two waves
     assert split_candidates(ShapeKey(128, 128, 2048, 64), ok[0], 132) == [1]
     assert 64 in split_candidates(ShapeKey(1, 64, 2048, 64), DecodeKernelConfig(chunk_tokens=16), 132)
+
+
+def test_report_compares_the_winner_with_the_heuristic_choice(tmp_path):
+    configs = config_space()[0]
+    prog = Progress.open(str(tmp_path / "p.jsonl"))
+    a, b = ShapeKey(8, 64, 2048, 64), ShapeKey(64, 16, 2048, 64)
+    for sh, heur_us in ((a, 60.0), (b, 100.0)):
+        prog.record(heuristic_key(sh, 132), heur_us)
+        prog.record(candidate_key(sh, DecodeKernelConfig(chunk_tokens=16, stages=8), 1), 50.0)
+        prog.record(candidate_key(sh, DecodeKernelConfig(stages=2), 2), "error: relative error 1e-1")
+    # The heuristic's own measurement is the winner when nothing beats it.
+    prog.record(candidate_key(ShapeKey(1, 16, 2048, 64), DecodeKernelConfig(stages=2), 32), 31.0)
+    prog.record(heuristic_key(ShapeKey(1, 16, 2048, 64), 132), 30.0)
+    lines = report([a, b, ShapeKey(1, 16, 2048, 64), ShapeKey(2, 16, 2048, 64)], configs, Progress.open(prog.path), 132)
+    rows = [line for line in lines if line.startswith("| 8 ") or line.startswith("| 64 ") or line.startswith("| 1 ")]
+    assert "| 50.0 | n16 st8 kv2 ov x1 | 60.0 | 1.200 |" in rows[0]
+    assert rows[1].endswith("| 100.0 | 2.000 |")
+    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | n32 st4 kv2 ov x32 | 30.0 | 1.000 |"
+    assert not any(line.startswith("| 2 ") for line in lines)  # no measurements: no row
+    geo = (1.2 * 2.0 * 1.0) ** (1 / 3)
+    assert lines[-1] == f"heuristic/tuned: geomean {geo:.3f}x over 3 shapes; largest gain 2.000x at B=64 H=16 W=2048"
 
 
 def test_unknown_config_key_is_refused():

@@ -58,6 +58,35 @@ class ResolveIndicesKernel:
         h = Uint32(token) * Uint32(_HASH_MUL)
         return Int32(h >> Uint32(32 - self.log2_slots))
 
+    @cute.jit
+    def _insert(self, table, ids, token: Int32, j: Int32):
+        """Claim `token`'s slot for position j, or lower the slot's position to j if it already
+        holds `token`. `ids[p]` is the id at position p (shared or global memory)."""
+        mask = self.table_slots - 1
+        s = self._slot(token)
+        probing = True
+        while probing:
+            old = cute.arch.atomic_cas(table.iterator + s, cmp=Int32(EMPTY), val=j, scope="cta")
+            if old == EMPTY:
+                probing = False
+            elif ids[old] == token:
+                cute.arch.atomic_min(table.iterator + s, j, scope="cta")
+                probing = False
+            else:
+                s = (s + 1) & mask
+
+    @cute.jit
+    def _keep_first(self, table, ids, token: Int32, j: Int32, phys, row):
+        """After every insert: position j keeps its row only if it is `token`'s lowest position."""
+        mask = self.table_slots - 1
+        s = self._slot(token)
+        owner = table[s]
+        while ids[owner] != token:
+            s = (s + 1) & mask
+            owner = table[s]
+        if owner != j:
+            phys[row, j] = Int32(EMPTY)
+
     @cute.kernel
     def kernel(
         self,
@@ -72,7 +101,6 @@ class ResolveIndicesKernel:
         row, _, _ = cute.arch.block_idx()
         smem = SmemAllocator()
         table = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
-        mask = self.table_slots - 1
         for s in cutlass.range(tidx, self.table_slots, self.num_threads):
             table[s] = EMPTY
         width = indices.shape[1]
@@ -84,28 +112,12 @@ class ResolveIndicesKernel:
             for j in cutlass.range(tidx, width, self.num_threads):
                 token = s_tok[j]
                 if token >= 0:
-                    s = self._slot(token)
-                    probing = True
-                    while probing:
-                        old = cute.arch.atomic_cas(table.iterator + s, cmp=Int32(EMPTY), val=j, scope="cta")
-                        if old == EMPTY:
-                            probing = False
-                        elif s_tok[old] == token:
-                            cute.arch.atomic_min(table.iterator + s, j, scope="cta")
-                            probing = False
-                        else:
-                            s = (s + 1) & mask
+                    self._insert(table, s_tok, token, j)
             cute.arch.sync_threads()
             for j in cutlass.range(tidx, width, self.num_threads):
                 token = s_tok[j]
                 if token >= 0:
-                    s = self._slot(token)
-                    owner = table[s]
-                    while s_tok[owner] != token:
-                        s = (s + 1) & mask
-                        owner = table[s]
-                    if owner != j:
-                        phys[row, j] = Int32(EMPTY)
+                    self._keep_first(table, s_tok, token, j, phys, row)
         else:
             self._resolve_global(indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx)
 
@@ -142,11 +154,11 @@ class ResolveIndicesKernel:
     def _resolve_global(self, indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx):
         """Wide selections (more ids than fit in shared memory next to the table): the duplicate
         search compares ids in global memory."""
-        mask = self.table_slots - 1
         cute.arch.sync_threads()
         width = indices.shape[1]
         seq_len = seq_lens[row]
         max_blocks = block_table.shape[1]
+        ids = indices[row, None]  # the id at each position, compared during probing
         # Pass 1: validate, translate and insert every valid id.
         for j in cutlass.range(tidx, width, self.num_threads):
             token = indices[row, j]
@@ -159,26 +171,9 @@ class ResolveIndicesKernel:
                         res = blk * block_size + (token - page * block_size)
             phys[row, j] = res
             if res >= 0:
-                s = self._slot(token)
-                probing = True
-                while probing:
-                    old = cute.arch.atomic_cas(table.iterator + s, cmp=Int32(EMPTY), val=j, scope="cta")
-                    if old == EMPTY:
-                        probing = False
-                    elif indices[row, old] == token:
-                        cute.arch.atomic_min(table.iterator + s, j, scope="cta")
-                        probing = False
-                    else:
-                        s = (s + 1) & mask
+                self._insert(table, ids, token, j)
         cute.arch.sync_threads()
         # Pass 2: keep only the representative (lowest position) of each id.
         for j in cutlass.range(tidx, width, self.num_threads):
             if phys[row, j] >= 0:
-                token = indices[row, j]
-                s = self._slot(token)
-                owner = table[s]
-                while indices[row, owner] != token:
-                    s = (s + 1) & mask
-                    owner = table[s]
-                if owner != j:
-                    phys[row, j] = Int32(EMPTY)
+                self._keep_first(table, ids, indices[row, j], j, phys, row)
