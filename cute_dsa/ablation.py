@@ -2,7 +2,7 @@
 
 For each shape it times (L2 flushed before every call, CUDA events, median) the three launches of
 `dsa_decode` on their own (resolve, decode, combine), then the decode kernel again with one stage
-dropped (no global gather, no FP8 conversion, no wgmma). A stage whose removal saves little is not
+dropped (no global gather, no id loads, no FP8 conversion, no wgmma). A stage whose removal saves little is not
 what bounds the kernel. The dropped variants compute garbage: they are timed, never checked.
 """
 
@@ -25,7 +25,7 @@ from .kernel_config import DecodeVariant
 from .model_config import KV_LORA_RANK
 from .timing import L2Flusher, time_cold
 
-DROPS = ("gather", "convert", "mma")
+DROPS = ("gather", "ids", "convert", "mma")
 
 
 def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> Dict[str, float]:

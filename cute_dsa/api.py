@@ -8,7 +8,8 @@ Launches (all on torch's current CUDA stream, no host synchronisation, CUDA-grap
 
 from __future__ import annotations
 
-from typing import Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
 
@@ -40,6 +41,49 @@ def _check_index_values(kv_cache, block_table, seq_lens, indices) -> None:
     bad = (ids >= 0) & ((blocks < 0) | (blocks >= num_blocks))
     if bool(bad.any()):
         raise ValueError(f"block_table: {int(bad.sum())} selected tokens map to block ids outside [0, {num_blocks})")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything a call decides from metadata alone: cached, so a repeated shape costs one lookup."""
+
+    splits: int
+    split_len: int  # selection positions per split, whole chunks
+    resolve: Callable
+    decode: Callable
+    combine: Optional[Callable]
+
+
+_plans: Dict[tuple, LaunchPlan] = {}
+
+
+def _launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool) -> LaunchPlan:
+    key = (problem, device.index, config, num_splits, write_lse)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    if config is None:
+        choice = select_launch(problem, device)
+        cfg, auto_splits = choice.config, choice.splits
+    else:
+        cfg = config.validate()
+        auto_splits = choose_splits(problem, cfg, device_info(device)[1]) if num_splits is None else 0
+    splits = num_splits if num_splits is not None else auto_splits
+    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= cfg.max_splits:
+        raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
+    seg = split_length(problem.width, splits, cfg.chunk_tokens)
+    splits = -(-problem.width // seg)  # no empty trailing split
+    variant = DecodeVariant(
+        config=cfg, split=splits > 1, write_lse=write_lse,
+        k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
+    )
+    plan = _plans[key] = LaunchPlan(
+        splits=splits, split_len=seg,
+        resolve=kc.resolve_kernel(resolve_table_slots(problem.width)),
+        decode=kc.decode_kernel(variant),
+        combine=kc.combine_kernel(write_lse) if splits > 1 else None,
+    )
+    return plan
 
 
 def dsa_decode(
@@ -78,19 +122,12 @@ def dsa_decode(
         )
     if check_indices:
         _check_index_values(kv_cache, block_table, seq_lens, indices)
-    if config is None:
-        choice = select_launch(problem, q.device)
-        cfg, auto_splits = choice.config, choice.splits
-    else:
-        cfg = config.validate()
-        auto_splits = choose_splits(problem, cfg, device_info(q.device)[1]) if num_splits is None else 0
-    splits = num_splits if num_splits is not None else auto_splits
-    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= cfg.max_splits:
-        raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
-    seg = split_length(problem.width, splits, cfg.chunk_tokens)
-    splits = -(-problem.width // seg)  # no empty trailing split
-
+    if config is not None and not isinstance(config, DecodeKernelConfig):
+        raise TypeError(f"config={config!r}: expected a cute_dsa.DecodeKernelConfig or None")
+    if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)):
+        raise ValueError(f"num_splits={num_splits!r}: expected an int or None")
     write_lse = return_lse or lse is not None
+    plan = _launch_plan(problem, q.device, config, num_splits, write_lse)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
@@ -100,23 +137,17 @@ def dsa_decode(
     cache_bytes = kv_cache if kv_cache.dtype == torch.uint8 else kv_cache.view(torch.uint8)
 
     phys = torch.empty_like(indices)
-    kc.resolve_kernel(resolve_table_slots(problem.width))(
-        indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks
-    )
-    variant = DecodeVariant(
-        config=cfg, split=splits > 1, write_lse=write_lse,
-        k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
-    )
+    plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
     ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)
     vs = v_scale.reshape(1) if problem.v_scale_on_device else float(v_scale)
-    decode = kc.decode_kernel(variant)
+    splits, seg = plan.splits, plan.split_len
     if splits == 1:
         lse_arg = lse if lse is not None else torch.empty(rows, heads, dtype=torch.float32, device=q.device)
-        decode(q, cache_bytes, phys, ks, vs, scale, out, lse_arg, seg, 1)
+        plan.decode(q, cache_bytes, phys, ks, vs, scale, out, lse_arg, seg, 1)
     else:
         o_part = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=q.device)
         lse_part = torch.empty(rows, splits, heads, dtype=torch.float32, device=q.device)
-        decode(q, cache_bytes, phys, ks, vs, scale, o_part, lse_part, seg, splits)
+        plan.decode(q, cache_bytes, phys, ks, vs, scale, o_part, lse_part, seg, splits)
         lse_arg = lse if lse is not None else lse_part[:, 0]  # unused when write_lse is False
-        kc.combine_kernel(write_lse)(o_part, lse_part, out, lse_arg)
+        plan.combine(o_part, lse_part, out, lse_arg)
     return out, (lse if write_lse else None)

@@ -24,7 +24,7 @@ from .model_config import KV_LORA_RANK
 from .peers import flashmla_available, setup_flashmla, setup_torch
 from .reference import masked_attention
 from .testing import relative_error
-from .timing import Ceilings, L2Flusher, measure_ceilings, time_cold, time_graph
+from .timing import Ceilings, L2Flusher, measure_ceilings, time_cold, time_graph, time_host
 
 BATCHES = (1, 2, 8, 32, 64, 128, 256)
 HEADS = (8, 16, 32, 64, 128)
@@ -40,6 +40,7 @@ class Row:
     width: int
     ours_us: float
     ours_graph_us: float
+    ours_host_us: float  # host time to enqueue one eager call (validation + launches)
     ours_err: float
     roofline_us: float
     tbps: float
@@ -48,9 +49,12 @@ class Row:
     flashmla_us: Optional[float] = None
     flashmla_err: Optional[float] = None
     flashmla_roof_frac: Optional[float] = None
+    flashmla_graph_us: Optional[float] = None
+    flashmla_host_us: Optional[float] = None
     torch_us: Optional[float] = None
     ratio: Optional[float] = None  # FlashMLA µs / ours µs
     heuristic_us: Optional[float] = None  # ours with the analytical choice instead of the tuned one
+    heuristic_graph_us: Optional[float] = None
     choice: str = ""
     splits: int = 0
     config: Dict = field(default_factory=dict)
@@ -110,6 +114,7 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
         raise RuntimeError(f"B={batch} H={heads} W={width}: ours differs from the oracle (rel err {err:.3e})")
     us = time_cold(mine, flush, iters=args.iters)
     g_us = time_graph(mine, flush)
+    host_us = time_host(mine)
     roof = roofline_us(p, ceil)
     problem = check_decode_args(
         *p.inputs.args(), k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None
@@ -119,18 +124,22 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
     if forced is not None:  # what dsa_decode does with config= and no num_splits
         choice = LaunchChoice(forced, choose_splits(problem, forced, sms), f"forced {args.config}")
     row = Row(
-        batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_err=err, roofline_us=roof,
+        batch, heads, width, ours_us=us, ours_graph_us=g_us, ours_host_us=host_us, ours_err=err, roofline_us=roof,
         tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us,
         choice=choice.source, splits=choice.splits, config=choice.config.to_dict(),
     )
     if args.heuristic:
         h = heuristic_choice(problem, sms)
-        row.heuristic_us = time_cold(ours_call(p, h.config, h.splits), flush, iters=args.iters)
+        h_call = ours_call(p, h.config, h.splits)
+        row.heuristic_us = time_cold(h_call, flush, iters=args.iters)
+        row.heuristic_graph_us = time_graph(h_call, flush)
     if args.flashmla and heads <= 128:
         fm = setup_flashmla(p, SOFTMAX_SCALE)
         row.flashmla_err = check_rows(fm, p)
         row.flashmla_us = time_cold(fm, flush, iters=args.iters)
         row.flashmla_roof_frac = roof / row.flashmla_us
+        row.flashmla_graph_us = time_graph(fm, flush)
+        row.flashmla_host_us = time_host(fm)
         row.ratio = row.flashmla_us / us
     if args.torch:
         row.torch_us = time_cold(setup_torch(p, SOFTMAX_SCALE), flush, iters=max(5, args.iters // 3))
@@ -154,10 +163,11 @@ def _fmt(v, spec):
 
 COLUMNS = [
     ("B", "batch", "d"), ("H", "heads", "d"), ("W", "width", "d"),
-    ("ours µs", "ours_us", ".1f"), ("graph µs", "ours_graph_us", ".1f"), ("TB/s", "tbps", ".2f"),
-    ("TFLOP/s", "tflops", ".0f"), ("roof", "roof_frac", ".0%"), ("FlashMLA µs", "flashmla_us", ".1f"),
+    ("ours µs", "ours_us", ".1f"), ("graph µs", "ours_graph_us", ".1f"), ("host µs", "ours_host_us", ".0f"),
+    ("TB/s", "tbps", ".2f"), ("TFLOP/s", "tflops", ".0f"), ("roof", "roof_frac", ".0%"),
+    ("FlashMLA µs", "flashmla_us", ".1f"), ("FM graph µs", "flashmla_graph_us", ".1f"), ("FM host µs", "flashmla_host_us", ".0f"),
     ("FM roof", "flashmla_roof_frac", ".0%"), ("torch µs", "torch_us", ".0f"), ("FM/ours", "ratio", ".2f"),
-    ("heur. µs", "heuristic_us", ".1f"), ("splits", "splits", "d"), ("err", "ours_err", ".1e"),
+    ("heur. graph µs", "heuristic_graph_us", ".1f"), ("splits", "splits", "d"), ("err", "ours_err", ".1e"),
 ]
 
 
@@ -200,7 +210,8 @@ def run(args) -> int:
               file=sys.stderr, flush=True)
     print(format_table(rows))
     summarize("FlashMLA/ours", [r.ratio for r in rows if r.ratio])
-    summarize("heuristic/tuned", [r.heuristic_us / r.ours_us for r in rows if r.heuristic_us])
+    summarize("FlashMLA/ours (graph replay)", [r.flashmla_graph_us / r.ours_graph_us for r in rows if r.flashmla_graph_us])
+    summarize("heuristic/tuned (graph replay)", [r.heuristic_graph_us / r.ours_graph_us for r in rows if r.heuristic_graph_us])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": name, "commit": _git_commit(), "ceilings": asdict(ceil), "context": args.context,

@@ -13,11 +13,14 @@ class DecodeKernelConfig:
     tiling: str = "heads_m"  # heads are the wgmma M dimension (64-row tiles)
     head_tile: int = 64  # wgmma M per CTA
     chunk_tokens: int = 32  # selected tokens per pipeline stage (the QK^T N dimension)
-    stages: int = 4  # depth of the raw FP8 gather ring
+    # Defaults: the config that won or came within 2% in most buckets of the H200 sweep
+    # (benchmarks/runs/2026-12-03-tune.jsonl); the analytical fallback uses it for every shape.
+    stages: int = 2  # depth of the raw FP8 gather ring
     kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
-    overlap: bool = True  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
+    overlap: bool = False  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
+    id_window: int = 128  # 0: each chunk's row ids are loaded one chunk ahead; W: W ids at a time, a window ahead
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
     def validate(self) -> "DecodeKernelConfig":
@@ -33,6 +36,10 @@ class DecodeKernelConfig:
             raise ValueError(f"stages={self.stages}: expected 2..8")
         if self.kv_buffers not in (2, 3):
             raise ValueError(f"kv_buffers={self.kv_buffers}: expected 2 or 3")
+        if self.id_window not in (0, 128, 256):
+            raise ValueError(f"id_window={self.id_window}: expected 0, 128 or 256 (whole loads for the 128 producer threads)")
+        if self.id_window % self.chunk_tokens:
+            raise ValueError(f"id_window={self.id_window}: expected a multiple of chunk_tokens={self.chunk_tokens}")
         if not 1 <= self.max_splits <= MAX_SPLITS:
             raise ValueError(f"max_splits={self.max_splits}: expected 1..{MAX_SPLITS} (the combine kernel's threads)")
         if self.q_in_regs and self.overlap and self.chunk_tokens > 16:
@@ -53,7 +60,8 @@ class DecodeKernelConfig:
         raw = self.stages * self.chunk_tokens * 512
         xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
         valid = (self.kv_buffers + self.stages) * self.chunk_tokens * 4  # per K/V buffer and per ring stage
-        return q + k + raw + xchg + valid + 1024  # + alignment slack
+        ids = 2 * max(self.id_window, 1) * 4  # two windows of row ids
+        return q + k + raw + xchg + valid + ids + 1024  # + alignment slack
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,5 +89,6 @@ class DecodeVariant:
     k_scale_on_device: bool
     v_scale_on_device: bool
     # Ablation (`cute-dsa ablate` only; the result is wrong): "" runs everything, "gather" skips the
-    # global loads (ids and rows), "convert" the FP8 -> FP16 conversion, "mma" every wgmma.
+    # global loads (ids and rows), "ids" only the id loads (rows at pseudo-random addresses instead),
+    # "convert" the FP8 -> FP16 conversion, "mma" every wgmma.
     drop: str = ""

@@ -71,6 +71,21 @@ def time_graph(fn: Callable[[], object], flush: L2Flusher, calls: int = 10, repl
     return max(0.0, (replay_us(both) - replay_us(flushes)) / calls)
 
 
+def time_host(fn: Callable[[], object], calls: int = 50) -> float:
+    """Median host µs to enqueue one call of `fn` (the eager launch overhead; no sync inside)."""
+    import time
+
+    fn()
+    torch.cuda.synchronize()
+    res = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        fn()
+        res.append((time.perf_counter() - t) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(res)
+
+
 @dataclass(frozen=True)
 class Ceilings:
     copy_tbps: float  # device-to-device copy, bytes read + written

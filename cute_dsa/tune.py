@@ -42,6 +42,7 @@ OVERLAP = (True, False)
 # q_in_regs is left out until it runs on a GPU: at 240/24 registers the producer spills, and the
 # first version (240/32) deadlocked in setmaxnreg on the H200 (2026-12-03).
 Q_IN_REGS = (False,)
+ID_WINDOWS = (0, 128)
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -49,8 +50,8 @@ MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combi
 def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
     """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
     ok, pruned = [], []
-    for n, st, kv, ov, qr in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr)
+    for n, st, kv, ov, qr, w in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS, ID_WINDOWS):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr, id_window=w)
         try:
             ok.append(cfg.validate())
         except ValueError as e:
@@ -153,7 +154,7 @@ def report(shapes: List[ShapeKey], configs: List[DecodeKernelConfig], prog: Prog
         c = b.config
         r = h / b.us
         ratios.append((r, sh))
-        choice = f"n{c.chunk_tokens} st{c.stages} kv{c.kv_buffers}{' ov' if c.overlap else ''} x{b.splits}"
+        choice = f"n{c.chunk_tokens} st{c.stages} kv{c.kv_buffers} w{c.id_window}{' ov' if c.overlap else ''} x{b.splits}"
         lines.append(f"| {sh.batch} | {sh.heads} | {sh.width} | {b.us:.1f} | {choice} | {h:.1f} | {r:.3f} |")
     if ratios:
         import math
@@ -218,7 +219,7 @@ def run(args) -> int:
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
     print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
     for cfg, why in pruned:
-        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} kv{cfg.kv_buffers} overlap={cfg.overlap} q_in_regs={cfg.q_in_regs}: {why.split(': ', 1)[-1]}")
+        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} kv{cfg.kv_buffers} w{cfg.id_window} overlap={cfg.overlap}: {why.split(': ', 1)[-1]}")
     if args.dry_run:
         for sh in shapes:
             n = sum(1 for p in plan if p[0] == sh)

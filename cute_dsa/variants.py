@@ -58,7 +58,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         default = DecodeKernelConfig()
         decodes = decode_variants([default]) + decode_variants([c for c in config_space()[0] if c != default], all_flags=False)
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
-        decodes += [DecodeVariant(default, True, True, False, False, drop=d) for d in ("gather", "convert", "mma")]
+        decodes += [DecodeVariant(default, True, True, False, False, drop=d) for d in ("gather", "ids", "convert", "mma")]
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:

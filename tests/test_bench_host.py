@@ -41,7 +41,7 @@ def test_torch_peer_matches_oracle():
 
 def test_flashmla_head_padding_and_table():
     assert [flashmla_padded_heads(h) for h in (1, 8, 64, 65, 128)] == [64, 64, 64, 128, 128]
-    row = Row(1, 8, 2048, ours_us=10.0, ours_graph_us=9.0, ours_err=1e-3, roofline_us=5.0, tbps=1.0,
+    row = Row(1, 8, 2048, ours_us=10.0, ours_graph_us=9.0, ours_host_us=30.0, ours_err=1e-3, roofline_us=5.0, tbps=1.0,
               tflops=2.0, roof_frac=0.5, flashmla_us=20.0, ratio=2.0)
     table = format_table([row])
-    assert "FlashMLA µs" in table and "2.00" in table and table.count("\n") == 2
+    assert "FlashMLA µs" in table and "2.00" in table and "host µs" in table and table.count("\n") == 2

@@ -192,3 +192,23 @@ def test_every_tunable_config(cfg):
                       seed=cfg.chunk_tokens * 10 + cfg.stages, device="cuda", k_scale=0.6, v_scale=1.4)
     _run_and_check(inp, config=cfg, num_splits=1)
     _run_and_check(inp, config=cfg, num_splits=3)
+
+
+ID_WINDOW_CONFIGS = [
+    cute_dsa.DecodeKernelConfig(stages=2, id_window=128),
+    cute_dsa.DecodeKernelConfig(stages=2, id_window=256, overlap=False),
+    cute_dsa.DecodeKernelConfig(chunk_tokens=16, stages=4, id_window=128, kv_buffers=3),
+    cute_dsa.DecodeKernelConfig(stages=4, id_window=128),
+]
+
+
+@pytest.mark.parametrize("cfg", ID_WINDOW_CONFIGS, ids=lambda c: f"w{c.id_window}-" + _config_id(c))
+def test_id_window_prefetch(cfg):
+    """Row ids prefetched a window ahead: many windows per split, a partial last window, splits
+    that start mid-selection, holes, duplicates and an empty row."""
+    inp = make_inputs(3, 64, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
+                      seed=cfg.id_window + cfg.chunk_tokens, device="cuda")
+    _run_and_check(inp, config=cfg, num_splits=1)
+    _run_and_check(inp, config=cfg, num_splits=5)
+    wide = make_inputs(2, 16, 16384, context=40000, min_context=30000, seed=8, device="cuda")
+    _run_and_check(wide, config=cfg, num_splits=2, twice=False)

@@ -152,15 +152,15 @@ def test_report_compares_the_winner_with_the_heuristic_choice(tmp_path):
     for sh, heur_us in ((a, 60.0), (b, 100.0)):
         prog.record(heuristic_key(sh, 132), heur_us)
         prog.record(candidate_key(sh, DecodeKernelConfig(chunk_tokens=16, stages=8), 1), 50.0)
-        prog.record(candidate_key(sh, DecodeKernelConfig(stages=2), 2), "error: relative error 1e-1")
+        prog.record(candidate_key(sh, DecodeKernelConfig(stages=4), 2), "error: relative error 1e-1")
     # The heuristic's own measurement is the winner when nothing beats it.
-    prog.record(candidate_key(ShapeKey(1, 16, 2048, 64), DecodeKernelConfig(stages=2), 32), 31.0)
+    prog.record(candidate_key(ShapeKey(1, 16, 2048, 64), DecodeKernelConfig(stages=4), 32), 31.0)
     prog.record(heuristic_key(ShapeKey(1, 16, 2048, 64), 132), 30.0)
     lines = report([a, b, ShapeKey(1, 16, 2048, 64), ShapeKey(2, 16, 2048, 64)], configs, Progress.open(prog.path), 132)
     rows = [line for line in lines if line.startswith("| 8 ") or line.startswith("| 64 ") or line.startswith("| 1 ")]
-    assert "| 50.0 | n16 st8 kv2 ov x1 | 60.0 | 1.200 |" in rows[0]
+    assert "| 50.0 | n16 st8 kv2 w128 x1 | 60.0 | 1.200 |" in rows[0]
     assert rows[1].endswith("| 100.0 | 2.000 |")
-    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | n32 st4 kv2 ov x32 | 30.0 | 1.000 |"
+    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | n32 st2 kv2 w128 x32 | 30.0 | 1.000 |"
     assert not any(line.startswith("| 2 ") for line in lines)  # no measurements: no row
     geo = (1.2 * 2.0 * 1.0) ** (1 / 3)
     assert lines[-1] == f"heuristic/tuned: geomean {geo:.3f}x over 3 shapes; largest gain 2.000x at B=64 H=16 W=2048"

@@ -30,7 +30,7 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float16, Float32, Float8E4M3FN, Int32, Uint8
+from cutlass import Float16, Float32, Float8E4M3FN, Int32, Uint8, Uint32
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.nvgpu import OperandMajorMode
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
@@ -53,6 +53,7 @@ BAR_FULL = 1  # + K/V buffer (1..3)
 BAR_EMPTY = 4  # + K/V buffer (4..6)
 BAR_XCHG = 7  # + chunk parity (7, 8): both consumers wrote their partial scores
 BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
+BAR_IDS = 10  # producer only: a window of row ids is in shared memory
 
 
 class SparseDecodeKernel:
@@ -66,6 +67,7 @@ class SparseDecodeKernel:
         self.q_in_regs = cfg.q_in_regs
         self.drop = variant.drop
         self.kv_bufs = cfg.kv_buffers
+        self.id_window = cfg.id_window
         # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
         # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
         # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
@@ -164,10 +166,11 @@ class SparseDecodeKernel:
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
         s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.stages)), byte_alignment=16)
+        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self._producer(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, head_tile, row, start, end, n_chunks, wg_tid)
+            self._producer(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
         else:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(
@@ -176,20 +179,42 @@ class SparseDecodeKernel:
             )
 
     @cute.jit
-    def _load_ids(self, ids, phys, row, pos0, end):
+    def _id_at(self, phys, row, pos, total_rows):
+        """phys[row, pos] clamped in bounds (the caller masks positions past the split). Ablation
+        "ids": no load; a pseudo-random row from the position (the same random gather)."""
+        v = Int32(0)
+        if cutlass.const_expr(self.drop == "ids"):
+            v = Int32((Uint32(pos) * Uint32(0x9E3779B1)) % Uint32(total_rows))
+        else:
+            v = phys[row, cutlass.min(pos, phys.shape[1] - 1)]
+        return v
+
+    @cute.jit
+    def _load_ids(self, ids, phys, row, pos0, end, total_rows):
         """ids[i] = phys[row, pos0 + 4i] for this thread's rows of a chunk, -1 at or past `end`.
         The loads are unconditional (clamped in bounds) so they issue back to back."""
-        last = phys.shape[1] - 1
         for i in cutlass.range_constexpr(self.row_passes):
             pos = pos0 + self.rows_per_pass * i
-            v = phys[row, cutlass.min(pos, last)]
+            v = self._id_at(phys, row, pos, total_rows)
             ids[i] = v if pos < end else Int32(-1)
+
+    @cute.jit
+    def _load_window(self, pend, phys, row, start, k, wg_tid, total_rows):
+        """This thread's ids of id window k (positions start + k*W + wg_tid + 128j): loads in flight."""
+        for j in cutlass.range_constexpr(self.id_window // WG):
+            pend[j] = self._id_at(phys, row, start + k * self.id_window + wg_tid + WG * j, total_rows)
+
+    @cute.jit
+    def _store_window(self, pend, s_ids, slot, wg_tid):
+        for j in cutlass.range_constexpr(self.id_window // WG):
+            s_ids[wg_tid + WG * j, slot] = pend[j]
 
     # ---------------------------------------------------------------- producer
     @cute.jit
-    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, head_tile, row, start, end, n_chunks, wg_tid):
+    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid):
         num_heads = q.shape[1]
         block_size = cache.shape[1]
+        total_rows = cache.shape[0] * block_size
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
@@ -198,8 +223,20 @@ class SparseDecodeKernel:
         # The first chunk's row ids go out before the Q copy, so their latency hides behind it.
         ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
         ids.fill(0)
+        win = self.id_window
+        pend = cute.make_rmem_tensor(cute.make_layout(max(win // WG, 1)), Int32)
+        pend.fill(0)
         if cutlass.const_expr(self.drop != "gather"):
-            self._load_ids(ids, phys, row, start + tok0, end)
+            if cutlass.const_expr(win > 0):
+                # Ids of whole windows of W positions, double-buffered in shared memory: window
+                # k+1's loads are issued when window k starts, so their latency hides behind W/N
+                # chunks instead of one.
+                self._load_window(pend, phys, row, start, Int32(0), wg_tid, total_rows)
+                self._store_window(pend, s_ids, Int32(0), wg_tid)
+                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                self._load_window(pend, phys, row, start, Int32(1), wg_tid, total_rows)
+            else:
+                self._load_ids(ids, phys, row, start + tok0, end, total_rows)
 
         # Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero.
         q_per_row = DIM // self.q_vec
@@ -222,15 +259,30 @@ class SparseDecodeKernel:
         for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
             if c < n_chunks:
                 stage = c % self.stages
+                id_slot = Int32(0)  # which of the two id windows, and where this chunk starts in it
+                id_base = Int32(0)
+                if cutlass.const_expr(win > 0 and self.drop != "gather"):
+                    cpw = win // self.N
+                    if c % cpw == 0 and c > 0:
+                        # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
+                        # which every producer thread finished reading before window k-1 began.
+                        k = c // cpw
+                        self._store_window(pend, s_ids, k % 2, wg_tid)
+                        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                        self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
+                    id_slot = (c // cpw) % 2
+                    id_base = (c % cpw) * self.N
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]
+                    if cutlass.const_expr(win > 0):
+                        ph = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
                     dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
                     if cutlass.const_expr(self.drop != "gather"):
                         if ph >= 0:
                             blk = ph // block_size
-                            slot = ph - blk * block_size
-                            src = cute.local_tile(cache[blk, slot, None], (PIECE,), (c16,))
+                            in_blk = ph - blk * block_size
+                            src = cute.local_tile(cache[blk, in_blk, None], (PIECE,), (c16,))
                             cute.copy(copy_atom, src, dst)
                         else:
                             # A hole becomes a zero row: the conversion needs no ids, and V = 0
@@ -239,8 +291,8 @@ class SparseDecodeKernel:
                     if c16 == 0:
                         s_vring[tok, stage] = Int32(ph >= 0)
                 # The next chunk's ids: in flight while this thread waits for and converts a stage.
-                if cutlass.const_expr(self.drop != "gather"):
-                    self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end)
+                if cutlass.const_expr(self.drop != "gather" and win == 0):
+                    self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end, total_rows)
             cute.arch.cp_async_commit_group()
             cc = c - (self.stages - 1)
             if cc >= 0:
