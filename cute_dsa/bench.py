@@ -8,6 +8,7 @@ also gets a CUDA-graph replay figure (launch gaps removed, L2 still flushed).
 from __future__ import annotations
 
 import json
+import os
 import math
 import subprocess
 import sys
@@ -180,6 +181,8 @@ def format_table(rows: List[Row]) -> str:
 
 
 def _git_commit() -> str:
+    if os.environ.get("CUTE_DSA_COMMIT"):  # a copied working tree can carry a stale .git
+        return os.environ["CUTE_DSA_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
@@ -204,6 +207,10 @@ def run(args) -> int:
     for i, (b, h, w) in enumerate(shapes):
         r = bench_shape(b, h, w, ceil, flush_for(dev), args)
         rows.append(r)
+        if args.json:  # after every shape, so a run cut short still leaves its rows
+            with open(args.json, "w") as f:
+                json.dump({"gpu": name, "commit": _git_commit(), "ceilings": asdict(ceil), "context": args.context,
+                           "page": args.page, "rows": [asdict(x) for x in rows]}, f, indent=1)
         eta = (time.time() - t0) / (i + 1) * (len(shapes) - i - 1)
         print(f"[{i + 1}/{len(shapes)} eta {eta:4.0f}s] B={b} H={h} W={w}: ours {r.ours_us:.1f} µs"
               f" (graph {r.ours_graph_us:.1f}), FlashMLA {_fmt(r.flashmla_us, '.1f')} µs, ratio {_fmt(r.ratio, '.2f')}",
@@ -212,10 +219,6 @@ def run(args) -> int:
     summarize("FlashMLA/ours", [r.ratio for r in rows if r.ratio])
     summarize("FlashMLA/ours (graph replay)", [r.flashmla_graph_us / r.ours_graph_us for r in rows if r.flashmla_graph_us])
     summarize("heuristic/tuned (graph replay)", [r.heuristic_graph_us / r.ours_graph_us for r in rows if r.heuristic_graph_us])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": name, "commit": _git_commit(), "ceilings": asdict(ceil), "context": args.context,
-                       "page": args.page, "rows": [asdict(r) for r in rows]}, f, indent=1)
     return 0
 
 

@@ -182,7 +182,7 @@ def test_cuda_graph_capture():
 
 
 def _config_id(cfg):
-    return f"n{cfg.chunk_tokens}-st{cfg.stages}-kv{cfg.kv_buffers}-{'ov' if cfg.overlap else 'seq'}"
+    return f"n{cfg.chunk_tokens}-st{cfg.stages}-kv{cfg.kv_buffers}-w{cfg.id_window}-{'ov' if cfg.overlap else 'seq'}"
 
 
 @pytest.mark.parametrize("cfg", config_space()[0], ids=_config_id)
@@ -202,7 +202,7 @@ ID_WINDOW_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("cfg", ID_WINDOW_CONFIGS, ids=lambda c: f"w{c.id_window}-" + _config_id(c))
+@pytest.mark.parametrize("cfg", ID_WINDOW_CONFIGS, ids=_config_id)
 def test_id_window_prefetch(cfg):
     """Row ids prefetched a window ahead: many windows per split, a partial last window, splits
     that start mid-selection, holes, duplicates and an empty row."""

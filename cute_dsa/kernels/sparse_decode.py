@@ -184,7 +184,9 @@ class SparseDecodeKernel:
         "ids": no load; a pseudo-random row from the position (the same random gather)."""
         v = Int32(0)
         if cutlass.const_expr(self.drop == "ids"):
-            v = Int32((Uint32(pos) * Uint32(0x9E3779B1)) % Uint32(total_rows))
+            # Mixed with the query row: rows of different CTAs differ, as real selections do
+            # (a position-only hash makes every CTA read the same rows, straight from L2).
+            v = Int32((Uint32(pos + row * 7919) * Uint32(0x9E3779B1)) % Uint32(total_rows))
         else:
             v = phys[row, cutlass.min(pos, phys.shape[1] - 1)]
         return v
