@@ -40,7 +40,7 @@ def render(doc: dict) -> str:
     f = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
     for r in doc["rows"]:
         cfg = r.get("config") or {}
-        choice = f"n{cfg.get('chunk_tokens')} st{cfg.get('stages')} kv{cfg.get('kv_buffers')}{' ov' if cfg.get('overlap') else ''} ×{r.get('splits')}"
+        choice = f"n{cfg.get('chunk_tokens')} st{cfg.get('stages')} kv{cfg.get('kv_buffers')} w{cfg.get('id_window', 0)}{' ov' if cfg.get('overlap') else ''} ×{r.get('splits')}"
         fm_g = r.get("flashmla_graph_us")
         g_ratio = fm_g / r["ours_graph_us"] if fm_g else None
         lines.append(

@@ -43,6 +43,8 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     seg = split_length(width, choice.splits, cfg.chunk_tokens)
     splits = -(-width // seg)
     cache = inp.kv_cache.view(torch.uint8)
+    if problem.flat_cache:
+        cache = cache.flatten(0, 1)
     phys = torch.empty_like(inp.indices)
     resolve = kc.resolve_kernel(resolve_table_slots(width))
     rows = inp.q.shape[0]
@@ -54,7 +56,8 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
         lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
     out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=dev)
     out_lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
-    base = DecodeVariant(cfg, split=splits > 1, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
+    base = DecodeVariant(cfg, split=splits > 1, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                         flat_cache=problem.flat_cache)
 
     def res():
         resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)

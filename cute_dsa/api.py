@@ -76,6 +76,7 @@ def _launch_plan(problem, device: torch.device, config, num_splits, write_lse: b
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
+        flat_cache=problem.flat_cache,
     )
     plan = _plans[key] = LaunchPlan(
         splits=splits, split_len=seg,
@@ -135,6 +136,8 @@ def dsa_decode(
         lse = torch.empty(rows, heads, dtype=torch.float32, device=q.device) if write_lse else None
     scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
     cache_bytes = kv_cache if kv_cache.dtype == torch.uint8 else kv_cache.view(torch.uint8)
+    if problem.flat_cache:
+        cache_bytes = cache_bytes.flatten(0, 1)  # a view: the blocks are back to back
 
     phys = torch.empty_like(indices)
     plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)

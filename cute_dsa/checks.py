@@ -28,6 +28,7 @@ class DecodeProblem:
     token_bytes: int
     k_scale_on_device: bool
     v_scale_on_device: bool
+    flat_cache: bool = False  # blocks back to back: the decode addresses rows without block math
 
 
 def _need(cond: bool, msg: Callable[[], str]) -> None:
@@ -160,4 +161,5 @@ def check_decode_args(
         token_bytes=token_bytes,
         k_scale_on_device=k_dev,
         v_scale_on_device=v_dev,
+        flat_cache=kv_cache.stride(0) == block_size * kv_cache.stride(1),
     )

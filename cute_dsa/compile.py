@@ -89,7 +89,10 @@ def build_decode(variant: DecodeVariant, dump=None):
 
     rows, heads, width, splits = _sym(), _sym(), _sym(), _sym()
     q = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
-    cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym64(16), _sym64(16), 1), 16)
+    if variant.flat_cache:
+        cache = _fake(cutlass.Uint8, (_sym(), _sym(16)), (_sym64(16), 1), 16)
+    else:
+        cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym64(16), _sym64(16), 1), 16)
     phys = _fake(cutlass.Int32, (rows, width), (_sym(), 1), 4)
     f32 = cutlass.Float32
     k_scale = _fake(f32, (1,), (1,), 4) if variant.k_scale_on_device else f32(1.0)

@@ -88,6 +88,9 @@ class DecodeVariant:
     write_lse: bool
     k_scale_on_device: bool
     v_scale_on_device: bool
+    # The cache's blocks are back to back (stride(0) == block_size * stride(1)): it is passed as
+    # (rows, token_bytes) and a row id addresses its row without a division by block_size.
+    flat_cache: bool = False
     # Ablation (`cute-dsa ablate` only; the result is wrong): "" runs everything, "gather" skips the
     # global loads (ids and rows), "ids" only the id loads (rows at pseudo-random addresses instead),
     # "convert" the FP8 -> FP16 conversion, "mma" every wgmma.

@@ -25,7 +25,8 @@ class Variant:
 def decode_variant_name(v: DecodeVariant) -> str:
     c = v.config
     return (
-        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_kv{c.kv_buffers}_{c.gather}{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}"
+        f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_kv{c.kv_buffers}_w{c.id_window}_{c.gather}"
+        f"{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}{'_flat' if v.flat_cache else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
         f"{'_drop_' + v.drop if v.drop else ''}"
@@ -35,9 +36,11 @@ def decode_variant_name(v: DecodeVariant) -> str:
 def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = True) -> List[DecodeVariant]:
     out = []
     for cfg in configs:
-        flags = itertools.product([False, True], repeat=4) if all_flags else [(False, True, False, False), (True, True, False, False)]
-        for split, lse, kdev, vdev in flags:
-            out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev))
+        # Every flag combination, or the two a tuned config runs with (direct and split, LSE),
+        # each for a flat and a padded (blocked) cache.
+        flags = itertools.product([False, True], repeat=5) if all_flags else itertools.product([False, True], [True], [False], [False], [False, True])
+        for split, lse, kdev, vdev, flat in flags:
+            out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev, flat_cache=flat))
     return out
 
 
@@ -58,7 +61,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         default = DecodeKernelConfig()
         decodes = decode_variants([default]) + decode_variants([c for c in config_space()[0] if c != default], all_flags=False)
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
-        decodes += [DecodeVariant(default, True, True, False, False, drop=d) for d in ("gather", "ids", "convert", "mma")]
+        decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:

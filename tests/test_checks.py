@@ -137,3 +137,24 @@ def test_scales():
 def test_softmax_scale():
     _expect(ValueError, r"softmax_scale=-1\.0: expected a finite float > 0", softmax_scale=-1.0)
     _expect(TypeError, r"softmax_scale='a': expected a python float or None", softmax_scale="a")
+
+
+def test_flat_cache_only_when_blocks_are_back_to_back():
+    from cute_dsa.checks import check_decode_args
+
+    a, _ = _args()
+    common = dict(k_scale=1.0, v_scale=1.0, softmax_scale=None, index_kpool=1, out=None, lse=None)
+    a["q"] = a["q"].cuda() if torch.cuda.is_available() else a["q"]
+
+    def flat(cache):
+        try:
+            return check_decode_args(a["q"], cache, a["block_table"], a["seq_lens"], a["indices"], **common).flat_cache
+        except ValueError as e:  # CPU tensors: the device check comes last; read the flag anyway
+            assert "expected a CUDA tensor" in str(e)
+            return cache.stride(0) == cache.shape[1] * cache.stride(1)
+
+    cache = a["kv_cache"]
+    blocks, bs, tb = cache.shape
+    assert flat(cache)
+    padded = torch.zeros(blocks, bs + 1, tb, dtype=cache.dtype)[:, :bs]  # a gap after every block
+    assert not flat(padded)

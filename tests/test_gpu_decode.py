@@ -95,6 +95,19 @@ def test_token_strides(stride):
     _run_and_check(inp)
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_blocks_not_back_to_back(splits):
+    """A cache with a gap after every block (stride(0) > block_size * stride(1)): the decode
+    addresses rows through (block, slot), not as one flat array."""
+    inp = make_inputs(3, 64, 2048, hole_frac=0.1, dup_frac=0.05, seed=21 + splits, device="cuda")
+    blocks, bs, tb = inp.kv_cache.shape
+    padded = torch.full((blocks, bs + 3, tb), 0x7F, dtype=torch.uint8, device="cuda")  # 0x7F: NaN in e4m3
+    padded[:, :bs] = inp.kv_cache.view(torch.uint8)
+    view = padded[:, :bs].view(inp.kv_cache.dtype)
+    assert view.stride(0) != bs * view.stride(1)
+    _run_and_check(dataclasses.replace(inp, kv_cache=view), num_splits=splits)
+
+
 def test_holes_dups_oob_bad_blocks_empty_rows():
     inp = make_inputs(9, 32, 2176, hole_frac=0.3, dup_frac=0.3, oob_frac=0.1, bad_block_frac=0.2,
                       empty_rows=2, seed=7, device="cuda")

@@ -68,6 +68,7 @@ class SparseDecodeKernel:
         self.drop = variant.drop
         self.kv_bufs = cfg.kv_buffers
         self.id_window = cfg.id_window
+        self.flat_cache = variant.flat_cache
         # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
         # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
         # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
@@ -113,7 +114,7 @@ class SparseDecodeKernel:
     def __call__(
         self,
         q: cute.Tensor,  # (rows, heads, 512) bf16
-        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8
+        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8, or (rows, token_bytes) when flat_cache
         phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
         k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
         v_scale,
@@ -215,8 +216,11 @@ class SparseDecodeKernel:
     @cute.jit
     def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid):
         num_heads = q.shape[1]
-        block_size = cache.shape[1]
-        total_rows = cache.shape[0] * block_size
+        block_size = Int32(1)
+        total_rows = cache.shape[0]
+        if cutlass.const_expr(not self.flat_cache):
+            block_size = cache.shape[1]
+            total_rows = cache.shape[0] * block_size
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
@@ -274,18 +278,26 @@ class SparseDecodeKernel:
                         self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
                     id_slot = (c // cpw) % 2
                     id_base = (c % cpw) * self.N
+                if cutlass.const_expr(win > 0):
+                    # All of this chunk's ids first (independent shared loads), then the copies.
+                    for i in cutlass.range_constexpr(self.row_passes):
+                        tok = tok0 + self.rows_per_pass * i
+                        ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]
-                    if cutlass.const_expr(win > 0):
-                        ph = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
                     dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
                     if cutlass.const_expr(self.drop != "gather"):
                         if ph >= 0:
-                            blk = ph // block_size
-                            in_blk = ph - blk * block_size
-                            src = cute.local_tile(cache[blk, in_blk, None], (PIECE,), (c16,))
-                            cute.copy(copy_atom, src, dst)
+                            if cutlass.const_expr(self.flat_cache):
+                                # Blocks are back to back: the row id is the row (no division).
+                                src = cute.local_tile(cache[ph, None], (PIECE,), (c16,))
+                                cute.copy(copy_atom, src, dst)
+                            else:
+                                blk = ph // block_size
+                                in_blk = ph - blk * block_size
+                                src = cute.local_tile(cache[blk, in_blk, None], (PIECE,), (c16,))
+                                cute.copy(copy_atom, src, dst)
                         else:
                             # A hole becomes a zero row: the conversion needs no ids, and V = 0
                             # keeps NaN bit patterns of stale bytes out of P V.
