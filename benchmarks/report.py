@@ -8,6 +8,8 @@ import json
 import math
 import sys
 
+from cute_dsa.kernel_config import DecodeKernelConfig
+
 
 def ratio_target(batch: int, heads: int) -> float:
     if batch <= 8:
@@ -39,8 +41,9 @@ def render(doc: dict) -> str:
     ]
     f = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
     for r in doc["rows"]:
-        cfg = r.get("config") or {}
-        choice = f"n{cfg.get('chunk_tokens')} st{cfg.get('stages')} kv{cfg.get('kv_buffers')} w{cfg.get('id_window', 0)}{' ov' if cfg.get('overlap') else ''} ×{r.get('splits')}"
+        cfg = r.get("config")
+        # Runs recorded before the id window existed ran without one.
+        choice = f"{DecodeKernelConfig.from_dict({'id_window': 0, **cfg}).label()} ×{r.get('splits')}" if cfg else "-"
         fm_g = r.get("flashmla_graph_us")
         g_ratio = fm_g / r["ours_graph_us"] if fm_g else None
         lines.append(

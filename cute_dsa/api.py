@@ -68,8 +68,8 @@ def _launch_plan(problem, device: torch.device, config, num_splits, write_lse: b
     else:
         cfg = config.validate()
         auto_splits = choose_splits(problem, cfg, device_info(device)[1]) if num_splits is None else 0
-    splits = num_splits if num_splits is not None else auto_splits
-    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= cfg.max_splits:
+    splits = num_splits if num_splits is not None else auto_splits  # an int: dsa_decode checked its type
+    if not 1 <= splits <= cfg.max_splits:
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split

@@ -63,6 +63,11 @@ class DecodeKernelConfig:
         ids = 2 * max(self.id_window, 1) * 4  # two windows of row ids
         return q + k + raw + xchg + valid + ids + 1024  # + alignment slack
 
+    def label(self) -> str:
+        """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr')."""
+        return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
+                f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")
+
     def to_dict(self) -> dict:
         return asdict(self)
 

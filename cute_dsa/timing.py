@@ -8,6 +8,7 @@ read from HBM, as it would be in a model step.
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -73,8 +74,6 @@ def time_graph(fn: Callable[[], object], flush: L2Flusher, calls: int = 10, repl
 
 def time_host(fn: Callable[[], object], calls: int = 50) -> float:
     """Median host µs to enqueue one call of `fn` (the eager launch overhead; no sync inside)."""
-    import time
-
     fn()
     torch.cuda.synchronize()
     res = []

@@ -151,11 +151,9 @@ def report(shapes: List[ShapeKey], configs: List[DecodeKernelConfig], prog: Prog
         if entry is None or not isinstance(h, (int, float)):
             continue
         b = entry.best
-        c = b.config
         r = h / b.us
         ratios.append((r, sh))
-        choice = f"n{c.chunk_tokens} st{c.stages} kv{c.kv_buffers} w{c.id_window}{' ov' if c.overlap else ''} x{b.splits}"
-        lines.append(f"| {sh.batch} | {sh.heads} | {sh.width} | {b.us:.1f} | {choice} | {h:.1f} | {r:.3f} |")
+        lines.append(f"| {sh.batch} | {sh.heads} | {sh.width} | {b.us:.1f} | {b.config.label()} x{b.splits} | {h:.1f} | {r:.3f} |")
     if ratios:
         import math
 
@@ -219,7 +217,7 @@ def run(args) -> int:
     plan = [(sh, c, s) for sh in shapes for c in configs for s in split_candidates(sh, c, num_sms)]
     print(f"{len(configs)} configs ({len(pruned)} pruned), {len(shapes)} shapes, {len(plan)} measurements")
     for cfg, why in pruned:
-        print(f"  pruned: n{cfg.chunk_tokens} st{cfg.stages} kv{cfg.kv_buffers} w{cfg.id_window} overlap={cfg.overlap}: {why.split(': ', 1)[-1]}")
+        print(f"  pruned: {cfg.label()}: {why.split(': ', 1)[-1]}")
     if args.dry_run:
         for sh in shapes:
             n = sum(1 for p in plan if p[0] == sh)
@@ -265,7 +263,7 @@ def run(args) -> int:
             table.save(out_path)
         left = len(plan) - done_before - done
         eta = (time.time() - t0) / max(done, 1) * left
-        best = f"{entry.best.us:.1f} µs (n{entry.best.config.chunk_tokens} st{entry.best.config.stages} kv{entry.best.config.kv_buffers} x{entry.best.splits})" if entry else "none"
+        best = f"{entry.best.us:.1f} µs ({entry.best.config.label()} x{entry.best.splits})" if entry else "none"
         print(f"[{i + 1}/{len(shapes)} eta {eta:4.0f}s] B={sh.batch} H={sh.heads} W={sh.width}: best {best}", file=sys.stderr, flush=True)
     errors = sum(1 for p in plan if str(prog.results.get(candidate_key(*p), "")).startswith("error"))
     print(f"wrote {out_path}: {len(table.entries)} entries; {errors} candidates failed (see {prog.path})")

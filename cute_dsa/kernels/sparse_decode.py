@@ -48,7 +48,6 @@ WG = 128
 PIECE = 16  # bytes per cp.async
 
 # Named barrier ids (0 is __syncthreads).
-MAX_KV_BUFS = 3
 BAR_FULL = 1  # + K/V buffer (1..3)
 BAR_EMPTY = 4  # + K/V buffer (4..6)
 BAR_XCHG = 7  # + chunk parity (7, 8): both consumers wrote their partial scores
@@ -265,8 +264,6 @@ class SparseDecodeKernel:
         for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
             if c < n_chunks:
                 stage = c % self.stages
-                id_slot = Int32(0)  # which of the two id windows, and where this chunk starts in it
-                id_base = Int32(0)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
                     cpw = win // self.N
                     if c % cpw == 0 and c > 0:
@@ -276,9 +273,8 @@ class SparseDecodeKernel:
                         self._store_window(pend, s_ids, k % 2, wg_tid)
                         cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
                         self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
-                    id_slot = (c // cpw) % 2
+                    id_slot = (c // cpw) % 2  # which of the two id windows, and where this chunk starts in it
                     id_base = (c % cpw) * self.N
-                if cutlass.const_expr(win > 0):
                     # All of this chunk's ids first (independent shared loads), then the copies.
                     for i in cutlass.range_constexpr(self.row_passes):
                         tok = tok0 + self.rows_per_pass * i
@@ -290,14 +286,11 @@ class SparseDecodeKernel:
                     if cutlass.const_expr(self.drop != "gather"):
                         if ph >= 0:
                             if cutlass.const_expr(self.flat_cache):
-                                # Blocks are back to back: the row id is the row (no division).
-                                src = cute.local_tile(cache[ph, None], (PIECE,), (c16,))
-                                cute.copy(copy_atom, src, dst)
+                                row_bytes = cache[ph, None]  # blocks back to back: the row id is the row
                             else:
                                 blk = ph // block_size
-                                in_blk = ph - blk * block_size
-                                src = cute.local_tile(cache[blk, in_blk, None], (PIECE,), (c16,))
-                                cute.copy(copy_atom, src, dst)
+                                row_bytes = cache[blk, ph - blk * block_size, None]
+                            cute.copy(copy_atom, cute.local_tile(row_bytes, (PIECE,), (c16,)), dst)
                         else:
                             # A hole becomes a zero row: the conversion needs no ids, and V = 0
                             # keeps NaN bit patterns of stale bytes out of P V.
