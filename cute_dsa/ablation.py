@@ -18,10 +18,8 @@ from . import compile as kc
 from .bench import SOFTMAX_SCALE, parse_config
 from .bench_inputs import make_bench_problem
 from .checks import check_decode_args
-from .config_select import LaunchChoice, device_info, select_launch
+from .api import cache_operand, launch_plan
 from .grid_args import add_grid_args, int_list
-from .heuristics import choose_splits, resolve_table_slots, split_length
-from .kernel_config import DecodeVariant
 from .model_config import KV_LORA_RANK
 from .timing import L2Flusher, time_cold
 
@@ -35,18 +33,11 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     problem = check_decode_args(
         *inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=None, index_kpool=1, out=None, lse=None
     )
-    choice = select_launch(problem, dev)
-    if args.config:
-        cfg = parse_config(args.config)
-        choice = LaunchChoice(cfg, choose_splits(problem, cfg, device_info(dev)[1]), "forced")
-    cfg = choice.config
-    seg = split_length(width, choice.splits, cfg.chunk_tokens)
-    splits = -(-width // seg)
-    cache = inp.kv_cache.view(torch.uint8)
-    if problem.flat_cache:
-        cache = cache.flatten(0, 1)
+    # The launch dsa_decode would make (tuned, or the forced config with its automatic splits).
+    plan = launch_plan(problem, dev, parse_config(args.config) if args.config else None, None, True)
+    splits, seg = plan.splits, plan.split_len
+    cache = cache_operand(inp.kv_cache, problem)
     phys = torch.empty_like(inp.indices)
-    resolve = kc.resolve_kernel(resolve_table_slots(width))
     rows = inp.q.shape[0]
     if splits > 1:
         o = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=dev)
@@ -56,21 +47,18 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
         lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
     out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=dev)
     out_lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
-    base = DecodeVariant(cfg, split=splits > 1, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
-                         flat_cache=problem.flat_cache)
 
     def res():
-        resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)
+        plan.resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)
 
     def dec(drop: str = ""):
-        k = kc.decode_kernel(replace(base, drop=drop))
+        k = kc.decode_kernel(replace(plan.variant, drop=drop))
         return lambda: k(inp.q, cache, phys, inp.k_scale, inp.v_scale, SOFTMAX_SCALE, o, lse, seg, splits)
 
     res()
     times = {"splits": float(splits), "resolve": time_cold(res, flush, iters=args.iters), "decode": time_cold(dec(), flush, iters=args.iters)}
     if splits > 1:
-        comb = kc.combine_kernel(True)
-        times["combine"] = time_cold(lambda: comb(o, lse, out, out_lse), flush, iters=args.iters)
+        times["combine"] = time_cold(lambda: plan.combine(o, lse, out, out_lse), flush, iters=args.iters)
     for d in DROPS:
         times[f"-{d}"] = time_cold(dec(d), flush, iters=args.iters)
     return times

@@ -49,6 +49,7 @@ class LaunchPlan:
 
     splits: int
     split_len: int  # selection positions per split, whole chunks
+    variant: DecodeVariant
     resolve: Callable
     decode: Callable
     combine: Optional[Callable]
@@ -57,7 +58,7 @@ class LaunchPlan:
 _plans: Dict[tuple, LaunchPlan] = {}
 
 
-def _launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool) -> LaunchPlan:
+def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool) -> LaunchPlan:
     key = (problem, device.index, config, num_splits, write_lse)
     plan = _plans.get(key)
     if plan is not None:
@@ -79,12 +80,18 @@ def _launch_plan(problem, device: torch.device, config, num_splits, write_lse: b
         flat_cache=problem.flat_cache,
     )
     plan = _plans[key] = LaunchPlan(
-        splits=splits, split_len=seg,
+        splits=splits, split_len=seg, variant=variant,
         resolve=kc.resolve_kernel(resolve_table_slots(problem.width)),
         decode=kc.decode_kernel(variant),
         combine=kc.combine_kernel(write_lse) if splits > 1 else None,
     )
     return plan
+
+
+def cache_operand(kv_cache: torch.Tensor, problem) -> torch.Tensor:
+    """The cache as the decode kernel takes it: bytes, and (rows, token_bytes) when flat."""
+    cache = kv_cache if kv_cache.dtype == torch.uint8 else kv_cache.view(torch.uint8)
+    return cache.flatten(0, 1) if problem.flat_cache else cache  # a view: the blocks are back to back
 
 
 def dsa_decode(
@@ -128,16 +135,14 @@ def dsa_decode(
     if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)):
         raise ValueError(f"num_splits={num_splits!r}: expected an int or None")
     write_lse = return_lse or lse is not None
-    plan = _launch_plan(problem, q.device, config, num_splits, write_lse)
+    plan = launch_plan(problem, q.device, config, num_splits, write_lse)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
     if lse is None:
         lse = torch.empty(rows, heads, dtype=torch.float32, device=q.device) if write_lse else None
     scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
-    cache_bytes = kv_cache if kv_cache.dtype == torch.uint8 else kv_cache.view(torch.uint8)
-    if problem.flat_cache:
-        cache_bytes = cache_bytes.flatten(0, 1)  # a view: the blocks are back to back
+    cache_bytes = cache_operand(kv_cache, problem)
 
     phys = torch.empty_like(indices)
     plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)

@@ -4,6 +4,8 @@ These run on the CPU: the structural checks come before the device check, so CPU
 each one; a fully valid CPU call stops at the device check.
 """
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -158,3 +160,29 @@ def test_flat_cache_only_when_blocks_are_back_to_back():
     assert flat(cache)
     padded = torch.zeros(blocks, bs + 1, tb, dtype=cache.dtype)[:, :bs]  # a gap after every block
     assert not flat(padded)
+
+
+def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
+    from cute_dsa.api import cache_operand, launch_plan
+    from cute_dsa.checks import DecodeProblem
+    from cute_dsa.compile import ensure_arch_for_cpu_compile
+    from cute_dsa.heuristics import split_length
+    from cute_dsa.kernel_config import DecodeKernelConfig
+
+    ensure_arch_for_cpu_compile()
+    problem = DecodeProblem(2, 64, 2176, num_blocks=10, block_size=64, token_bytes=528,
+                            k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
+    cfg = DecodeKernelConfig()
+    plan = launch_plan(problem, torch.device("cpu"), cfg, 4, True)
+    assert plan.splits == 4 and plan.split_len == split_length(2176, 4, cfg.chunk_tokens)
+    assert plan.variant.split and plan.variant.flat_cache and plan.variant.config == cfg and plan.combine is not None
+    assert launch_plan(problem, torch.device("cpu"), cfg, 4, True) is plan  # cached per shape
+    with pytest.raises(ValueError, match=r"num_splits=0: expected an int in \[1, 64\]"):
+        launch_plan(problem, torch.device("cpu"), cfg, 0, True)
+
+    cache = torch.zeros(10, 64, 528, dtype=torch.float8_e4m3fn)
+    flat = cache_operand(cache, problem)
+    assert flat.shape == (640, 528) and flat.dtype == torch.uint8 and flat.data_ptr() == cache.data_ptr()
+    padded = torch.zeros(10, 65, 528, dtype=torch.uint8)[:, :64]
+    blocked = dataclasses.replace(problem, flat_cache=False)
+    assert cache_operand(padded, blocked) is padded
