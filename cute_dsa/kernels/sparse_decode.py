@@ -2,11 +2,10 @@
 
 One CTA per (head tile of 64, split of the selection, query row); 384 threads:
 
-* warpgroup 2, the producer: gathers the selected latent rows of a chunk of `N` tokens with
-  16-byte `cp.async` copies into a ring of raw FP8 stages, then converts each landed stage to
-  FP16 (one `cvt.rn.f16x2.e4m3x2` per two values) into one of `kv_buffers` (2 or 3) K/V tiles;
-  with 3 the producer converts chunk c+2 while the consumers work on chunks c and c+1. Each thread converts
-  exactly the pieces it copied, so its own `cp.async.wait_group` orders the ring; no barrier.
+* warpgroup 2, the producer (`LatentGather`): gathers the selected latent rows of a chunk of `N`
+  tokens with 16-byte `cp.async` copies into a ring of raw FP8 stages and converts each landed
+  stage to FP16 into one of `kv_buffers` (2 or 3) K/V tiles; with 3 the producer converts chunk
+  c+2 while the consumers work on chunks c and c+1.
 * warpgroups 0 and 1, the consumers. Consumer w owns latent dims [256w, 256w + 256): it computes
   the partial scores Q[:, dims_w] K[:, dims_w]^T (wgmma m64nNk16, both operands K-major in shared
   memory), the two partials are summed through a small shared-memory exchange (x + y == y + x, so
@@ -30,29 +29,20 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float16, Float32, Float8E4M3FN, Int32, Uint8, Uint32
-from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass import Float16, Float32, Int32, Uint8
+from cutlass.cute.nvgpu import warpgroup
 from cutlass.cute.nvgpu import OperandMajorMode
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
+from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_XCHG, DIM, WG, LatentGather
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 
-DIM = 512  # kv_lora_rank: the whole token
 DV_PER_WG = 256  # output dims per consumer warpgroup
-WG = 128
-PIECE = 16  # bytes per cp.async
-
-# Named barrier ids (0 is __syncthreads).
-BAR_FULL = 1  # + K/V buffer (1..3)
-BAR_EMPTY = 4  # + K/V buffer (4..6)
-BAR_XCHG = 7  # + chunk parity (7, 8): both consumers wrote their partial scores
-BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
-BAR_IDS = 10  # producer only: a window of row ids is in shared memory
 
 
 class SparseDecodeKernel:
@@ -75,11 +65,11 @@ class SparseDecodeKernel:
         self.regs_consumer, self.regs_producer = (240, 24) if self.q_in_regs else (232, 40)
         assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
         self.num_threads = 3 * WG
-        self.pieces_per_row = DIM // PIECE  # 32
-        self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
-        self.row_passes = self.N // self.rows_per_pass
-        self.q_vec = 8  # bf16 elements per 16-byte Q load
-        self.q_passes = self.M * DIM // self.q_vec // WG
+        self.gather = LatentGather(
+            gather_tokens=self.N, tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
+            id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
+            handoff_threads=3 * WG, signal_q=self.q_in_regs,
+        )
 
     # ---------------------------------------------------------------- layouts
     def _layouts(self):
@@ -170,155 +160,13 @@ class SparseDecodeKernel:
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self._producer(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
         else:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(
                 q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_x, s_valid,
                 head_tile, split, row, n_chunks, wg_idx, wg_tid,
             )
-
-    @cute.jit
-    def _id_at(self, phys, row, pos, total_rows):
-        """phys[row, pos] clamped in bounds (the caller masks positions past the split). Ablation
-        "ids": no load; a pseudo-random row from the position (the same random gather)."""
-        v = Int32(0)
-        if cutlass.const_expr(self.drop == "ids"):
-            # Mixed with the query row: rows of different CTAs differ, as real selections do
-            # (a position-only hash makes every CTA read the same rows, straight from L2).
-            v = Int32((Uint32(pos + row * 7919) * Uint32(0x9E3779B1)) % Uint32(total_rows))
-        else:
-            v = phys[row, cutlass.min(pos, phys.shape[1] - 1)]
-        return v
-
-    @cute.jit
-    def _load_ids(self, ids, phys, row, pos0, end, total_rows):
-        """ids[i] = phys[row, pos0 + 4i] for this thread's rows of a chunk, -1 at or past `end`.
-        The loads are unconditional (clamped in bounds) so they issue back to back."""
-        for i in cutlass.range_constexpr(self.row_passes):
-            pos = pos0 + self.rows_per_pass * i
-            v = self._id_at(phys, row, pos, total_rows)
-            ids[i] = v if pos < end else Int32(-1)
-
-    @cute.jit
-    def _load_window(self, pend, phys, row, start, k, wg_tid, total_rows):
-        """This thread's ids of id window k (positions start + k*W + wg_tid + 128j): loads in flight."""
-        for j in cutlass.range_constexpr(self.id_window // WG):
-            pend[j] = self._id_at(phys, row, start + k * self.id_window + wg_tid + WG * j, total_rows)
-
-    @cute.jit
-    def _store_window(self, pend, s_ids, slot, wg_tid):
-        for j in cutlass.range_constexpr(self.id_window // WG):
-            s_ids[wg_tid + WG * j, slot] = pend[j]
-
-    # ---------------------------------------------------------------- producer
-    @cute.jit
-    def _producer(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid):
-        num_heads = q.shape[1]
-        block_size = Int32(1)
-        total_rows = cache.shape[0]
-        if cutlass.const_expr(not self.flat_cache):
-            block_size = cache.shape[1]
-            total_rows = cache.shape[0] * block_size
-        copy_atom = cute.make_copy_atom(
-            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
-        )
-        c16 = wg_tid % self.pieces_per_row
-        tok0 = wg_tid // self.pieces_per_row
-        # The first chunk's row ids go out before the Q copy, so their latency hides behind it.
-        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
-        ids.fill(0)
-        win = self.id_window
-        pend = cute.make_rmem_tensor(cute.make_layout(max(win // WG, 1)), Int32)
-        pend.fill(0)
-        if cutlass.const_expr(self.drop != "gather"):
-            if cutlass.const_expr(win > 0):
-                # Ids of whole windows of W positions, double-buffered in shared memory: window
-                # k+1's loads are issued when window k starts, so their latency hides behind W/N
-                # chunks instead of one.
-                self._load_window(pend, phys, row, start, Int32(0), wg_tid, total_rows)
-                self._store_window(pend, s_ids, Int32(0), wg_tid)
-                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                self._load_window(pend, phys, row, start, Int32(1), wg_tid, total_rows)
-            else:
-                self._load_ids(ids, phys, row, start + tok0, end, total_rows)
-
-        # Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero.
-        q_per_row = DIM // self.q_vec
-        for i in cutlass.range_constexpr(self.q_passes):
-            piece = wg_tid + WG * i
-            h = piece // q_per_row
-            c8 = piece % q_per_row
-            head = head_tile * self.M + h
-            rq = cute.make_rmem_tensor(cute.make_layout(self.q_vec), Float16)
-            rq.fill(0.0)
-            if head < num_heads:
-                g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
-                rq.store(g.load().to(Float16))
-            cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
-        if cutlass.const_expr(self.q_in_regs):
-            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
-
-        zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)
-        zeros.fill(0)
-        for c in cutlass.range(n_chunks + self.stages - 1, unroll=1):
-            if c < n_chunks:
-                stage = c % self.stages
-                if cutlass.const_expr(win > 0 and self.drop != "gather"):
-                    cpw = win // self.N
-                    if c % cpw == 0 and c > 0:
-                        # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
-                        # which every producer thread finished reading before window k-1 began.
-                        k = c // cpw
-                        self._store_window(pend, s_ids, k % 2, wg_tid)
-                        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                        self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
-                    id_slot = (c // cpw) % 2  # which of the two id windows, and where this chunk starts in it
-                    id_base = (c % cpw) * self.N
-                    # All of this chunk's ids first (independent shared loads), then the copies.
-                    for i in cutlass.range_constexpr(self.row_passes):
-                        tok = tok0 + self.rows_per_pass * i
-                        ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
-                for i in cutlass.range_constexpr(self.row_passes):
-                    tok = tok0 + self.rows_per_pass * i
-                    ph = ids[i]
-                    dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                    if cutlass.const_expr(self.drop != "gather"):
-                        if ph >= 0:
-                            if cutlass.const_expr(self.flat_cache):
-                                row_bytes = cache[ph, None]  # blocks back to back: the row id is the row
-                            else:
-                                blk = ph // block_size
-                                row_bytes = cache[blk, ph - blk * block_size, None]
-                            cute.copy(copy_atom, cute.local_tile(row_bytes, (PIECE,), (c16,)), dst)
-                        else:
-                            # A hole becomes a zero row: the conversion needs no ids, and V = 0
-                            # keeps NaN bit patterns of stale bytes out of P V.
-                            dst.store(zeros.load())
-                    if c16 == 0:
-                        s_vring[tok, stage] = Int32(ph >= 0)
-                # The next chunk's ids: in flight while this thread waits for and converts a stage.
-                if cutlass.const_expr(self.drop != "gather" and win == 0):
-                    self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end, total_rows)
-            cute.arch.cp_async_commit_group()
-            cc = c - (self.stages - 1)
-            if cc >= 0:
-                cute.arch.cp_async_wait_group(self.stages - 1)
-                buf = cc % self.kv_bufs
-                if cc >= self.kv_bufs:
-                    cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
-                stage = cc % self.stages
-                for i in cutlass.range_constexpr(self.row_passes):
-                    tok = tok0 + self.rows_per_pass * i
-                    raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                    f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
-                    if cutlass.const_expr(self.drop != "convert"):
-                        cute.local_tile(s_k[tok, None, buf], (PIECE,), (c16,)).store(f8.load().to(Float16))
-                    if c16 == 0:
-                        s_valid[tok, buf] = s_vring[tok, stage]  # written by this same thread
-                # Ordinary stores read next by wgmma (the async proxy).
-                cute.arch.fence_proxy("async.shared", space="cta")
-                cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
 
     # ---------------------------------------------------------------- consumer steps
     @cute.jit

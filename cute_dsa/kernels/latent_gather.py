@@ -1,0 +1,206 @@
+"""The producer warpgroup shared by both decode tilings: selected latent rows -> 16-bit K/V tiles.
+
+It gathers the rows of `gather_tokens` selected tokens at a time with 16-byte `cp.async` copies into
+a ring of raw FP8 stages, then converts each landed stage to FP16 (one `cvt.rn.f16x2.e4m3x2` per
+two values) into the K/V tile the consumers read. A K/V tile holds `tile_tokens` tokens, one or
+more gather stages; the consumers' FULL/EMPTY named barriers hand the tiles back and forth. Each
+thread converts exactly the pieces it copied, so its own `cp.async.wait_group` orders the ring;
+no barrier inside the producer. Row ids come from shared-memory windows filled a window ahead
+(`id_window`), or straight from global memory one stage ahead (window 0).
+
+Before the loop it also writes Q (BF16 -> FP16, rows past the head count zeroed) into the
+consumers' swizzled Q tile.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float16, Float8E4M3FN, Int32, Uint8, Uint32
+from cutlass.cute.nvgpu import cpasync
+
+DIM = 512  # kv_lora_rank: the whole token
+WG = 128
+PIECE = 16  # bytes per cp.async
+
+# Named barrier ids (0 is __syncthreads), shared by both tilings.
+BAR_FULL = 1  # + K/V buffer (1..3): the producer filled it
+BAR_EMPTY = 4  # + K/V buffer (4..6): its consumers are done with it
+BAR_XCHG = 7  # heads-as-M: + chunk parity (7, 8), both consumers wrote their partial scores
+BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
+BAR_IDS = 10  # producer only: a window of row ids is in shared memory
+BAR_WG = 11  # tokens-as-M: + consumer (11, 12), the warps of one consumer warpgroup
+BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared memory
+
+
+class LatentGather:
+    def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
+                 q_rows, handoff_threads, signal_q):
+        self.N = gather_tokens  # tokens per ring stage
+        self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
+        self.stages = stages
+        self.kv_bufs = kv_bufs
+        self.id_window = id_window
+        self.flat_cache = flat_cache
+        self.drop = drop
+        self.q_rows = q_rows  # rows of the Q tile (heads per CTA)
+        self.handoff_threads = handoff_threads  # producer + the consumers of one K/V buffer
+        self.signal_q = signal_q  # arrive on BAR_Q once Q is written
+        self.pieces_per_row = DIM // PIECE  # 32
+        self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
+        self.row_passes = self.N // self.rows_per_pass
+        self.q_vec = 8  # bf16 elements per 16-byte Q load
+        self.q_passes = self.q_rows * DIM // self.q_vec // WG
+        assert self.q_passes * self.q_vec * WG == self.q_rows * DIM
+        assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
+
+    @cute.jit
+    def _id_at(self, phys, row, pos, total_rows):
+        """phys[row, pos] clamped in bounds (the caller masks positions past the split). Ablation
+        "ids": no load; a pseudo-random row from the position (the same random gather)."""
+        v = Int32(0)
+        if cutlass.const_expr(self.drop == "ids"):
+            # Mixed with the query row: rows of different CTAs differ, as real selections do
+            # (a position-only hash makes every CTA read the same rows, straight from L2).
+            v = Int32((Uint32(pos + row * 7919) * Uint32(0x9E3779B1)) % Uint32(total_rows))
+        else:
+            v = phys[row, cutlass.min(pos, phys.shape[1] - 1)]
+        return v
+
+    @cute.jit
+    def _load_ids(self, ids, phys, row, pos0, end, total_rows):
+        """ids[i] = phys[row, pos0 + 4i] for this thread's rows of a stage, -1 at or past `end`.
+        The loads are unconditional (clamped in bounds) so they issue back to back."""
+        for i in cutlass.range_constexpr(self.row_passes):
+            pos = pos0 + self.rows_per_pass * i
+            v = self._id_at(phys, row, pos, total_rows)
+            ids[i] = v if pos < end else Int32(-1)
+
+    @cute.jit
+    def _load_window(self, pend, phys, row, start, k, wg_tid, total_rows):
+        """This thread's ids of id window k (positions start + k*W + wg_tid + 128j): loads in flight."""
+        for j in cutlass.range_constexpr(self.id_window // WG):
+            pend[j] = self._id_at(phys, row, start + k * self.id_window + wg_tid + WG * j, total_rows)
+
+    @cute.jit
+    def _store_window(self, pend, s_ids, slot, wg_tid):
+        for j in cutlass.range_constexpr(self.id_window // WG):
+            s_ids[wg_tid + WG * j, slot] = pend[j]
+
+    @cute.jit
+    def _store_q(self, q, s_q, head_tile, row, wg_tid):
+        """Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero."""
+        num_heads = q.shape[1]
+        q_per_row = DIM // self.q_vec
+        for i in cutlass.range_constexpr(self.q_passes):
+            piece = wg_tid + WG * i
+            h = piece // q_per_row
+            c8 = piece % q_per_row
+            head = head_tile * self.q_rows + h
+            rq = cute.make_rmem_tensor(cute.make_layout(self.q_vec), Float16)
+            rq.fill(0.0)
+            if head < num_heads:
+                g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
+                rq.store(g.load().to(Float16))
+            cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+
+    @cute.jit
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
+        """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
+        positions at or past `end` become zero rows marked invalid."""
+        block_size = Int32(1)
+        total_rows = cache.shape[0]
+        if cutlass.const_expr(not self.flat_cache):
+            block_size = cache.shape[1]
+            total_rows = cache.shape[0] * block_size
+        copy_atom = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
+        )
+        c16 = wg_tid % self.pieces_per_row
+        tok0 = wg_tid // self.pieces_per_row
+        # The first stage's row ids go out before the Q copy, so their latency hides behind it.
+        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+        ids.fill(0)
+        win = self.id_window
+        pend = cute.make_rmem_tensor(cute.make_layout(max(win // WG, 1)), Int32)
+        pend.fill(0)
+        if cutlass.const_expr(self.drop != "gather"):
+            if cutlass.const_expr(win > 0):
+                # Ids of whole windows of W positions, double-buffered in shared memory: window
+                # k+1's loads are issued when window k starts, so their latency hides behind W/N
+                # stages instead of one.
+                self._load_window(pend, phys, row, start, Int32(0), wg_tid, total_rows)
+                self._store_window(pend, s_ids, Int32(0), wg_tid)
+                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                self._load_window(pend, phys, row, start, Int32(1), wg_tid, total_rows)
+            else:
+                self._load_ids(ids, phys, row, start + tok0, end, total_rows)
+
+        self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(self.signal_q):
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
+
+        zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)
+        zeros.fill(0)
+        n_stages = n_tiles * self.R
+        for c in cutlass.range(n_stages + self.stages - 1, unroll=1):
+            if c < n_stages:
+                stage = c % self.stages
+                if cutlass.const_expr(win > 0 and self.drop != "gather"):
+                    cpw = win // self.N
+                    if c % cpw == 0 and c > 0:
+                        # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
+                        # which every producer thread finished reading before window k-1 began.
+                        k = c // cpw
+                        self._store_window(pend, s_ids, k % 2, wg_tid)
+                        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                        self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
+                    id_slot = (c // cpw) % 2  # which of the two id windows, and where this stage starts in it
+                    id_base = (c % cpw) * self.N
+                    # All of this stage's ids first (independent shared loads), then the copies.
+                    for i in cutlass.range_constexpr(self.row_passes):
+                        tok = tok0 + self.rows_per_pass * i
+                        ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
+                for i in cutlass.range_constexpr(self.row_passes):
+                    tok = tok0 + self.rows_per_pass * i
+                    ph = ids[i]
+                    dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                    if cutlass.const_expr(self.drop != "gather"):
+                        if ph >= 0:
+                            if cutlass.const_expr(self.flat_cache):
+                                row_bytes = cache[ph, None]  # blocks back to back: the row id is the row
+                            else:
+                                blk = ph // block_size
+                                row_bytes = cache[blk, ph - blk * block_size, None]
+                            cute.copy(copy_atom, cute.local_tile(row_bytes, (PIECE,), (c16,)), dst)
+                        else:
+                            # A hole becomes a zero row: the conversion needs no ids, and V = 0
+                            # keeps NaN bit patterns of stale bytes out of P V.
+                            dst.store(zeros.load())
+                    if c16 == 0:
+                        s_vring[tok, stage] = Int32(ph >= 0)
+                # The next stage's ids: in flight while this thread waits for and converts a stage.
+                if cutlass.const_expr(self.drop != "gather" and win == 0):
+                    self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end, total_rows)
+            cute.arch.cp_async_commit_group()
+            cc = c - (self.stages - 1)
+            if cc >= 0:
+                cute.arch.cp_async_wait_group(self.stages - 1)
+                tile = cc // self.R
+                part = cc % self.R  # which slice of the K/V tile this stage fills
+                buf = tile % self.kv_bufs
+                if tile >= self.kv_bufs and part == 0:
+                    cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
+                stage = cc % self.stages
+                for i in cutlass.range_constexpr(self.row_passes):
+                    tok = tok0 + self.rows_per_pass * i
+                    raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                    f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
+                    if cutlass.const_expr(self.drop != "convert"):
+                        cute.local_tile(s_k[part * self.N + tok, None, buf], (PIECE,), (c16,)).store(f8.load().to(Float16))
+                    if c16 == 0:
+                        s_valid[part * self.N + tok, buf] = s_vring[tok, stage]  # written by this same thread
+                if part == self.R - 1:
+                    # Ordinary stores read next by wgmma (the async proxy).
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
