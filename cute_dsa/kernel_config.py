@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-TILINGS = ("heads_m",)
+TILINGS = ("heads_m", "tokens_m")
 GATHERS = ("cp_async",)
+TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
+GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
 
 
 @dataclass(frozen=True)
 class DecodeKernelConfig:
-    tiling: str = "heads_m"  # heads are the wgmma M dimension (64-row tiles)
-    head_tile: int = 64  # wgmma M per CTA
-    chunk_tokens: int = 32  # selected tokens per pipeline stage (the QK^T N dimension)
+    # "heads_m": heads are the wgmma M dimension (64-row tiles, padded); "tokens_m": a chunk of 64
+    # tokens is M and the heads are N (8, 16 or 32), for small head counts.
+    tiling: str = "heads_m"
+    head_tile: int = 64  # heads per CTA: wgmma M (heads_m) or N (tokens_m)
+    chunk_tokens: int = 32  # selected tokens per K/V tile (heads_m: the QK^T N; tokens_m: M, 64)
     # Defaults: the config that won or came within 2% in most buckets of the H200 sweep
     # (benchmarks/runs/2026-12-03-tune.jsonl); the analytical fallback uses it for every shape.
-    stages: int = 2  # depth of the raw FP8 gather ring
+    stages: int = 2  # depth of the raw FP8 gather ring (tokens_m: stages of 32 tokens)
     kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
     overlap: bool = False  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
@@ -28,18 +32,28 @@ class DecodeKernelConfig:
             raise ValueError(f"tiling={self.tiling!r}: expected one of {TILINGS}")
         if self.gather not in GATHERS:
             raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
-        if self.head_tile != 64:
-            raise ValueError(f"head_tile={self.head_tile}: expected 64 for tiling 'heads_m'")
-        if self.chunk_tokens not in (16, 32, 64):
-            raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32 or 64")
+        if self.tiling == "heads_m":
+            if self.head_tile != 64:
+                raise ValueError(f"head_tile={self.head_tile}: expected 64 for tiling 'heads_m'")
+            if self.chunk_tokens not in (16, 32, 64):
+                raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32 or 64")
+        else:
+            if self.head_tile not in TOKENS_M_HEAD_TILES:
+                raise ValueError(f"head_tile={self.head_tile}: expected one of {TOKENS_M_HEAD_TILES} for tiling 'tokens_m'")
+            if self.chunk_tokens != 64:
+                raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 64 for tiling 'tokens_m' (the wgmma M)")
+            if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
+                raise ValueError(
+                    f"{self}: tiling 'tokens_m' takes kv_buffers=2 (one per consumer), overlap=False, q_in_regs=False"
+                )
         if not 2 <= self.stages <= 8:
             raise ValueError(f"stages={self.stages}: expected 2..8")
         if self.kv_buffers not in (2, 3):
             raise ValueError(f"kv_buffers={self.kv_buffers}: expected 2 or 3")
         if self.id_window not in (0, 128, 256):
             raise ValueError(f"id_window={self.id_window}: expected 0, 128 or 256 (whole loads for the 128 producer threads)")
-        if self.id_window % self.chunk_tokens:
-            raise ValueError(f"id_window={self.id_window}: expected a multiple of chunk_tokens={self.chunk_tokens}")
+        if self.id_window % self.gather_tokens():
+            raise ValueError(f"id_window={self.id_window}: expected a multiple of {self.gather_tokens()} (tokens per gather stage)")
         if not 1 <= self.max_splits <= MAX_SPLITS:
             raise ValueError(f"max_splits={self.max_splits}: expected 1..{MAX_SPLITS} (the combine kernel's threads)")
         if self.q_in_regs and self.overlap and self.chunk_tokens > 16:
@@ -54,17 +68,27 @@ class DecodeKernelConfig:
             )
         return self
 
+    def gather_tokens(self) -> int:
+        """Tokens per stage of the raw gather ring."""
+        return GATHER_TOKENS_TOKENS_M if self.tiling == "tokens_m" else self.chunk_tokens
+
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2
         k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
-        raw = self.stages * self.chunk_tokens * 512
-        xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
-        valid = (self.kv_buffers + self.stages) * self.chunk_tokens * 4  # per K/V buffer and per ring stage
+        raw = self.stages * self.gather_tokens() * 512
+        if self.tiling == "heads_m":
+            xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
+        else:  # P^T per consumer, the column reductions and per-head statistics
+            xchg = 2 * self.head_tile * self.chunk_tokens * 2 + self.head_tile * 4 * 2 * 4 + self.head_tile * 2 * 2 * 4
+        valid = self.kv_buffers * self.chunk_tokens * 4 + self.stages * self.gather_tokens() * 4  # per K/V buffer and per ring stage
         ids = 2 * max(self.id_window, 1) * 4  # two windows of row ids
         return q + k + raw + xchg + valid + ids + 1024  # + alignment slack
 
     def label(self) -> str:
-        """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr')."""
+        """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr'); tokens as M:
+        't16 st3 w128' (16 heads per CTA)."""
+        if self.tiling == "tokens_m":
+            return f"t{self.head_tile} st{self.stages} w{self.id_window}"
         return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
                 f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")
 

@@ -195,6 +195,8 @@ def test_cuda_graph_capture():
 
 
 def _config_id(cfg):
+    if cfg.tiling == "tokens_m":
+        return cfg.label().replace(" ", "-")
     return f"n{cfg.chunk_tokens}-st{cfg.stages}-kv{cfg.kv_buffers}-w{cfg.id_window}-{'ov' if cfg.overlap else 'seq'}"
 
 
@@ -225,3 +227,25 @@ def test_id_window_prefetch(cfg):
     _run_and_check(inp, config=cfg, num_splits=5)
     wide = make_inputs(2, 16, 16384, context=40000, min_context=30000, seed=8, device="cuda")
     _run_and_check(wide, config=cfg, num_splits=2, twice=False)
+
+
+TOKENS_M_CONFIGS = [
+    cute_dsa.DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w)
+    for t, st, w in [(8, 2, 128), (16, 3, 128), (16, 4, 0), (32, 3, 128), (32, 2, 0)]
+]
+
+
+@pytest.mark.parametrize("cfg", TOKENS_M_CONFIGS, ids=_config_id)
+@pytest.mark.parametrize("heads", [1, 5, 8, 12, 16, 24, 32, 40])
+def test_tokens_as_m(cfg, heads):
+    """Tokens as the wgmma M: head counts below, at and above the tile (several head tiles, a
+    partial last one), one chunk, an odd number of chunks (one consumer idle at the end), splits,
+    holes, duplicates, bad blocks and an empty row."""
+    inp = make_inputs(3, heads, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
+                      seed=heads * 7 + cfg.head_tile, device="cuda", k_scale=0.7, v_scale=1.3)
+    _run_and_check(inp, config=cfg, num_splits=1)
+    _run_and_check(inp, config=cfg, num_splits=5)
+    short = make_inputs(2, heads, 63, seed=heads, device="cuda")  # one chunk, consumer 1 idle
+    _run_and_check(short, config=cfg, num_splits=1)
+    odd = make_inputs(2, heads, 3 * 64 + 5, block_size=16, token_bytes=656, seed=heads + 1, device="cuda")
+    _run_and_check(odd, config=cfg, num_splits=1)

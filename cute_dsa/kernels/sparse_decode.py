@@ -119,6 +119,9 @@ class SparseDecodeKernel:
             grid=[head_tiles, num_splits, q.shape[0]],
             block=[self.num_threads, 1, 1],
             stream=stream,
+            # One CTA per SM: ptxas then gives every thread the 168 registers the setmaxnreg
+            # split below assumes (without it the count is ptxas's choice, and a smaller pool deadlocks).
+            min_blocks_per_mp=1,
         )
 
     # ---------------------------------------------------------------- body

@@ -1,0 +1,393 @@
+"""Selected-index NoPE MLA decode, tokens-as-M tiling for small head counts (H <= 32, sm_90a).
+
+With heads as the wgmma M dimension a CTA pads its heads to 64 rows, so 8-32 heads pay for 64.
+Here the roles swap: a chunk of 64 selected tokens is M and the CTA's heads are N (8, 16 or 32),
+so tensor-core work scales with the real head count.
+
+One CTA per (head tile, split of the selection, query row); 384 threads:
+
+* warpgroup 2, the producer (`LatentGather`): gathers 32 tokens per ring stage and converts them
+  into 64-token FP16 K/V tiles (two stages per tile), one tile per consumer.
+* warpgroups 0 and 1, the consumers, ping-pong on whole chunks: consumer w takes chunks
+  w, w + 2, ... from K/V buffer w, so one consumer's MMAs overlap the other's softmax.
+  - S^T = K Q^T: wgmma m64nHk16, A = the K tile (K-major), B = Q (K-major), both in shared memory;
+  - softmax per head (a column) over the chunk's tokens (rows): max over the thread's two rows,
+    the warp's 8 row groups (shuffles) and the 4 warps (shared memory); the running sum stays a
+    per-thread partial until the end;
+  - P^T (FP16) to shared memory, then O^T = V^T P^T: wgmma m64nHk16 over 8 tiles of 64 latent
+    dims, A = the same K/V tile seen MN-major, B = P^T (K-major).
+  At the end the two consumers merge their (max, sum, O) halves through shared memory, each
+  writing 256 of the 512 output dims.
+
+Scale folding as in the heads-as-M kernel: exp2 of acc * (softmax_scale * k_scale * log2 e);
+v_scale multiplies the normalised output. Q must be inside the FP16 range (|q| < 65504).
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float16, Float32, Int32, Uint8
+from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
+from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
+from cutlass.memory import SmemAllocator
+import cutlass.utils.hopper_helpers as sm90_utils
+
+from ..kernel_config import GATHER_TOKENS_TOKENS_M, DecodeVariant
+from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_WG, DIM, WG, LatentGather
+
+LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+M_DIMS = 64  # latent dims per PV wgmma (its M)
+WARPS = WG // 32
+
+
+class SparseDecodeTokensKernel:
+    def __init__(self, variant: DecodeVariant):
+        cfg = variant.config.validate()
+        assert cfg.tiling == "tokens_m"
+        self.variant = variant
+        self.H = cfg.head_tile  # heads per CTA: the wgmma N
+        self.T = cfg.chunk_tokens  # tokens per chunk: the wgmma M of QK (64)
+        self.stages = cfg.stages
+        self.drop = variant.drop
+        self.ncol = self.H // 4  # head columns held by each thread (2 per 8-column block)
+        self.half = self.H // 2  # accumulator elements per thread per 64-row tile
+        # The consumers hold O^T (4H fp32) and S^T (H/2); the producer gets the rest of the 168 x 384 pool.
+        self.regs_consumer, self.regs_producer = 216, 72
+        assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
+        self.num_threads = 3 * WG
+        self.gather = LatentGather(
+            gather_tokens=GATHER_TOKENS_TOKENS_M, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
+            id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
+            handoff_threads=2 * WG, signal_q=False,
+        )
+
+    # ---------------------------------------------------------------- layouts
+    def _layouts(self):
+        k_atom = warpgroup.make_smem_layout_atom(SmemLayoutAtomKind.K_SW128, Float16)
+        mn_atom = warpgroup.make_smem_layout_atom(SmemLayoutAtomKind.MN_SW128, Float16)
+        s_q = cute.tile_to_shape(k_atom, (self.H, DIM), order=(0, 1))
+        # The K/V tile [64 tokens, 512] K-major (A of QK), the same bytes as [512 dims, 64 tokens]
+        # MN-major (A of PV); one per consumer.
+        s_k = cute.tile_to_shape(k_atom, (self.T, DIM, 2), order=(0, 1, 2))
+        s_v = cute.tile_to_shape(mn_atom, (DIM, self.T, 2), order=(1, 0, 2))
+        # P^T per consumer: [heads, tokens] K-major, the B operand of PV.
+        s_p = cute.tile_to_shape(k_atom, (self.H, self.T, 2), order=(0, 1, 2))
+        s_raw = cute.make_layout((DIM, GATHER_TOKENS_TOKENS_M, self.stages), stride=(1, DIM, DIM * GATHER_TOKENS_TOKENS_M))
+        return s_q, s_k, s_v, s_p, s_raw
+
+    def _mmas(self):
+        mma_qk = sm90_utils.make_trivial_tiled_mma(
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.T, self.H)
+        )
+        mma_pv = sm90_utils.make_trivial_tiled_mma(
+            Float16, Float16, OperandMajorMode.MN, OperandMajorMode.K, Float32, (1, 1, 1), (M_DIMS, self.H)
+        )
+        return mma_qk, mma_pv
+
+    def _slot(self, i):
+        """Which of the thread's head columns accumulator element i belongs to (static): the C
+        fragment is ((2 cols, 2 row halves, H/8 column blocks), row tiles)."""
+        return (i % 2) + 2 * ((i // 4) % (self.H // 8))
+
+    # ---------------------------------------------------------------- launch
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (rows, heads, 512) bf16
+        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8, or (rows, token_bytes) when flat_cache
+        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
+        k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
+        v_scale,
+        softmax_scale: Float32,
+        out: cute.Tensor,  # (rows, heads, 512) bf16, or (rows, splits, heads, 512) fp32 partials
+        lse: cute.Tensor,  # (rows, heads) fp32, or (rows, splits, heads) fp32 partials
+        split_len: Int32,  # selection positions per split (a multiple of 64)
+        num_splits: Int32,
+        stream,
+    ):
+        head_tiles = (q.shape[1] + self.H - 1) // self.H
+        self.kernel(q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len).launch(
+            grid=[head_tiles, num_splits, q.shape[0]],
+            block=[self.num_threads, 1, 1],
+            stream=stream,
+            min_blocks_per_mp=1,  # 168 registers per thread at launch: the pool the setmaxnreg split assumes
+        )
+
+    # ---------------------------------------------------------------- body
+    @cute.kernel
+    def kernel(
+        self,
+        q: cute.Tensor,
+        cache: cute.Tensor,
+        phys: cute.Tensor,
+        k_scale,
+        v_scale,
+        softmax_scale: Float32,
+        out: cute.Tensor,
+        lse: cute.Tensor,
+        split_len: Int32,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        head_tile, split, row = cute.arch.block_idx()
+        wg_idx = cute.arch.make_warp_uniform(tidx // WG)
+        wg_tid = tidx % WG
+
+        width = phys.shape[1]
+        start = split * split_len
+        end = cutlass.min(start + split_len, width)
+        n_chunks = Int32(0)
+        if end > start:
+            n_chunks = (end - start + self.T - 1) // self.T
+
+        s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
+        smem = SmemAllocator()
+        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
+        # The K/V tiles are raw bytes seen three ways: swizzled K and V, and (after the main loop)
+        # an fp32 scratch for the merge of the two consumers.
+        kv_bytes = cute.cosize(s_k_l.outer) * 2
+        kv_ptr = smem.allocate(kv_bytes, byte_alignment=1024)
+        s_k = cute.make_tensor(cute.recast_ptr(kv_ptr, s_k_l.inner, dtype=Float16), s_k_l.outer)
+        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        per_buf = kv_bytes // 2 // 4  # fp32 words per K/V buffer
+        s_merge = cute.make_tensor(
+            cute.recast_ptr(kv_ptr, dtype=Float32),
+            cute.make_layout((4 * self.half, WG, 2), stride=(WG, 1, per_buf)),
+        )
+        s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
+        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_red = smem.allocate_tensor(Float32, cute.make_layout((self.H, WARPS, 2)), byte_alignment=16)
+        s_stat = smem.allocate_tensor(Float32, cute.make_layout((self.H, 2, 2)), byte_alignment=16)
+        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.T, 2)), byte_alignment=16)
+        s_vring = smem.allocate_tensor(Int32, cute.make_layout((GATHER_TOKENS_TOKENS_M, self.stages)), byte_alignment=16)
+        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.gather.id_window, 1), 2)), byte_alignment=16)
+
+        if wg_idx == 2:
+            cute.arch.setmaxregister_decrease(self.regs_producer)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+        else:
+            cute.arch.setmaxregister_increase(self.regs_consumer)
+            self._consumer(
+                q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_red, s_stat, s_merge,
+                s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
+            )
+
+    # ---------------------------------------------------------------- consumer steps
+    @cute.jit
+    def _issue_qk(self, s_k, s_q, acc_s, wg_tid, buf):
+        """S^T = K Q^T for the chunk in K/V buffer `buf` (committed, not waited). The tiled MMA is
+        re-made here: its ACCUMULATE state must not escape a loop body."""
+        mma_qk = self._mmas()[0]
+        thr = mma_qk.get_slice(wg_tid)
+        t_k = thr.make_fragment_A(thr.partition_A(s_k[None, None, buf]))
+        t_q = thr.make_fragment_B(thr.partition_B(s_q))
+        warpgroup.fence()
+        mma_qk.set(warpgroup.Field.ACCUMULATE, False)
+        if cutlass.const_expr(self.drop != "mma"):
+            for kb in cutlass.range_constexpr(cute.size(t_k.shape[2])):
+                cute.gemm(mma_qk, acc_s, t_k[None, None, kb], t_q[None, None, kb], acc_s)
+                mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def _issue_pv(self, s_v, s_p, acc_o, wg_tid, buf):
+        """O^T += V^T P^T for the chunk in K/V buffer `buf` (committed, not waited)."""
+        mma_pv = self._mmas()[1]
+        thr = mma_pv.get_slice(wg_tid)
+        t_v = thr.make_fragment_A(thr.partition_A(s_v[None, None, buf]))
+        t_p = thr.make_fragment_B(thr.partition_B(s_p[None, None, buf]))
+        warpgroup.fence()
+        mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+        if cutlass.const_expr(self.drop != "mma"):
+            for kb in cutlass.range_constexpr(cute.size(t_v.shape[2])):
+                cute.gemm(mma_pv, acc_o, t_v[None, None, kb], t_p[None, None, kb], acc_o)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def _warpgroup_columns(self, vals, s_red, t_cs, wg_idx, wg_tid, is_max: cutlass.Constexpr):
+        """Reduce per-thread column values (max or sum over the thread's rows) over the whole
+        warpgroup's 64 rows: shuffles over the warp's 8 row groups, then the 4 warps through shared
+        memory. Every thread ends with the totals of its own columns."""
+        lane = wg_tid % 32
+        warp = wg_tid // 32
+        for k in cutlass.range_constexpr(self.ncol):
+            v = vals[k]
+            for off in cutlass.range_constexpr(3):
+                o = cute.arch.shuffle_sync_bfly(v, offset=4 << off)
+                v = cute.arch.fmax(v, o) if cutlass.const_expr(is_max) else v + o
+            vals[k] = v
+        if lane < 4:
+            for k in cutlass.range_constexpr(self.ncol):
+                s_red[t_cs[(k % 2) + 4 * (k // 2)][1], warp, wg_idx] = vals[k]
+        cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+        for k in cutlass.range_constexpr(self.ncol):
+            col = t_cs[(k % 2) + 4 * (k // 2)][1]
+            v = s_red[col, 0, wg_idx]
+            for w in cutlass.range_constexpr(1, WARPS):
+                v = cute.arch.fmax(v, s_red[col, w, wg_idx]) if cutlass.const_expr(is_max) else v + s_red[col, w, wg_idx]
+            vals[k] = v
+
+    @cute.jit
+    def _softmax(self, acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid):
+        """Mask and scale the chunk's S^T, update each head's running max and this thread's partial
+        sum; leave P in `acc_s` and the factor O^T's columns must be scaled by in `scale_c`."""
+        cmax = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        cmax.fill(-Float32.inf)
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            v = acc_s[i] * scale_log2
+            if s_valid[t_cs[i][0], wg_idx] == 0:
+                v = -Float32.inf
+            acc_s[i] = v
+            cmax[self._slot(i)] = cute.arch.fmax(cmax[self._slot(i)], v)
+        self._warpgroup_columns(cmax, s_red, t_cs, wg_idx, wg_tid, True)
+        base = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        for k in cutlass.range_constexpr(self.ncol):
+            m = cute.arch.fmax(col_max[k], cmax[k])
+            b = m
+            if m == -Float32.inf:
+                b = Float32(0.0)  # nothing selected yet: keep exp2 finite
+            scale_c[k] = cute.math.exp2(col_max[k] - b, fastmath=True)
+            col_max[k] = m
+            base[k] = b
+            col_sum[k] = col_sum[k] * scale_c[k]
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            k = self._slot(i)
+            p = cute.math.exp2(acc_s[i] - base[k], fastmath=True)
+            col_sum[k] = col_sum[k] + p
+            acc_s[i] = p
+
+    @cute.jit
+    def _rescale(self, acc_o, scale_c):
+        # Every factor is <= 1. Once the running maxima settle most chunks leave them all at 1:
+        # skip the 4H multiplies.
+        smallest = scale_c[0]
+        for k in cutlass.range_constexpr(1, self.ncol):
+            smallest = cute.arch.fmin(smallest, scale_c[k])
+        if smallest != 1.0:
+            for i in cutlass.range_constexpr(cute.size(acc_o)):
+                acc_o[i] = acc_o[i] * scale_c[self._slot(i)]
+
+    # ---------------------------------------------------------------- consumers
+    @cute.jit
+    def _consumer(
+        self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_red, s_stat, s_merge,
+        s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
+    ):
+        ks = Float32(0.0)
+        vs = Float32(0.0)
+        if cutlass.const_expr(self.variant.k_scale_on_device):
+            ks = k_scale[0]
+        else:
+            ks = Float32(k_scale)
+        if cutlass.const_expr(self.variant.v_scale_on_device):
+            vs = v_scale[0]
+        else:
+            vs = Float32(v_scale)
+        scale_log2 = softmax_scale * ks * LOG2E
+
+        mma_qk, mma_pv = self._mmas()
+        thr_qk = mma_qk.get_slice(wg_tid)
+        thr_pv = mma_pv.get_slice(wg_tid)
+        acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((self.T, self.H)), Float32)
+        acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((DIM, self.H)), Float32)
+        acc_o.fill(0.0)
+        t_cs = thr_qk.partition_C(cute.make_identity_tensor((self.T, self.H)))
+        t_co = thr_pv.partition_C(cute.make_identity_tensor((DIM, self.H)))
+        # P^T [heads, tokens] seen as [tokens, heads]: stored through the score accumulator's layout.
+        s_p_mine = s_p[None, None, wg_idx]
+        t_sp = thr_qk.partition_C(cute.make_tensor(s_p_mine.iterator, cute.select(s_p_mine.layout, mode=[1, 0])))
+
+        col_max = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        col_sum = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        scale_c = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        col_max.fill(-Float32.inf)
+        col_sum.fill(0.0)
+
+        n_mine = Int32(0)
+        if n_chunks > wg_idx:
+            n_mine = (n_chunks - wg_idx + 1) // 2
+        for j in cutlass.range(n_mine, unroll=1):
+            c = wg_idx + 2 * j
+            cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
+            self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
+            warpgroup.wait_group(0)
+            self._softmax(acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid)
+            t_sp.store(acc_s.load().to(Float16))
+            # Ordinary stores read next by wgmma (the async proxy), from all four warps.
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+            self._rescale(acc_o, scale_c)
+            self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
+            warpgroup.wait_group(0)
+            if c + 2 < n_chunks:
+                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + wg_idx, number_of_threads=2 * WG)
+
+        self._warpgroup_columns(col_sum, s_red, t_cs, wg_idx, wg_tid, False)
+        # Each consumer writes the 256 dims the other one outputs into its own (finished) K/V
+        # buffer, and its per-head (max, sum); then each merges and writes its own 256 dims.
+        if wg_idx == 0:
+            self._merge_and_store(q.shape[1], acc_o, col_max, col_sum, vs, s_stat, s_merge, t_cs, t_co, out, lse, head_tile, split, row, wg_tid, 0)
+        else:
+            self._merge_and_store(q.shape[1], acc_o, col_max, col_sum, vs, s_stat, s_merge, t_cs, t_co, out, lse, head_tile, split, row, wg_tid, 1)
+
+    @cute.jit
+    def _merge_and_store(
+        self, num_heads, acc_o, col_max, col_sum, vs, s_stat, s_merge, t_cs, t_co, out, lse, head_tile, split, row, wg_tid,
+        w: cutlass.Constexpr,
+    ):
+        other = 1 - w
+        tiles = DIM // M_DIMS // 2  # row tiles of 64 dims per output half
+        for mt in cutlass.range_constexpr(tiles):
+            for r in cutlass.range_constexpr(self.half):
+                s_merge[mt * self.half + r, wg_tid, w] = acc_o[r + self.half * (tiles * other + mt)]
+        if wg_tid < 4:
+            for k in cutlass.range_constexpr(self.ncol):
+                col = t_cs[(k % 2) + 4 * (k // 2)][1]
+                s_stat[col, 0, w] = col_max[k]
+                s_stat[col, 1, w] = col_sum[k]
+        cute.arch.barrier(barrier_id=BAR_MERGE, number_of_threads=2 * WG)
+
+        f_mine = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        f_other = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        inv = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        lse_val = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
+        for k in cutlass.range_constexpr(self.ncol):
+            col = t_cs[(k % 2) + 4 * (k // 2)][1]
+            m_o = s_stat[col, 0, other]
+            m = cute.arch.fmax(col_max[k], m_o)
+            b = m
+            if m == -Float32.inf:
+                b = Float32(0.0)
+            f_mine[k] = cute.math.exp2(col_max[k] - b, fastmath=True)
+            f_other[k] = cute.math.exp2(m_o - b, fastmath=True)
+            s = col_sum[k] * f_mine[k] + s_stat[col, 1, other] * f_other[k]
+            inv[k] = Float32(0.0)
+            lse_val[k] = -Float32.inf
+            if s > 0.0:
+                inv[k] = vs / s
+                lse_val[k] = (b + cute.math.log2(s, fastmath=True)) * LN2
+        for mt in cutlass.range_constexpr(tiles):
+            for r in cutlass.range_constexpr(self.half):
+                i = r + self.half * (tiles * w + mt)
+                k = self._slot(r)
+                val = (acc_o[i] * f_mine[k] + s_merge[mt * self.half + r, wg_tid, other] * f_other[k]) * inv[k]
+                coord = t_co[i]
+                head = head_tile * self.H + coord[1]
+                if head < num_heads:
+                    if cutlass.const_expr(self.variant.split):
+                        out[row, split, head, coord[0]] = val
+                    else:
+                        out[row, head, coord[0]] = val.to(out.element_type)
+        if cutlass.const_expr(self.variant.write_lse or self.variant.split):
+            if cutlass.const_expr(w == 0):
+                if wg_tid < 4:
+                    for k in cutlass.range_constexpr(self.ncol):
+                        head = head_tile * self.H + t_cs[(k % 2) + 4 * (k // 2)][1]
+                        if head < num_heads:
+                            if cutlass.const_expr(self.variant.split):
+                                lse[row, split, head] = lse_val[k]
+                            else:
+                                lse[row, head] = lse_val[k]
