@@ -12,7 +12,7 @@ from typing import Dict, Tuple
 import torch
 
 from .checks import DecodeProblem
-from .heuristics import choose_splits, default_config, head_tiles
+from .heuristics import choose_splits, default_config, fit_to_heads, head_tiles
 from .kernel_config import DecodeKernelConfig
 from .tuning_table import ShapeKey, table_for, warn_once
 
@@ -46,9 +46,10 @@ def choice_for(problem: DecodeProblem, gpu: str, num_sms: int) -> LaunchChoice:
     if entry is None or entry.shape.distance(key) > MAX_DISTANCE:
         warn_once(f"cute_dsa: no tuned bucket near {key} for {gpu!r}; using the analytical heuristic")
         return heuristic_choice(problem, num_sms)
-    cfg = entry.best.config
+    tuned = entry.best.config
+    cfg = fit_to_heads(tuned, problem.num_heads)
     # Keep the tuned bucket's number of CTAs when the batch differs from the bucket's.
-    ctas = entry.best.splits * entry.shape.batch * -(-entry.shape.heads // cfg.head_tile)
+    ctas = entry.best.splits * entry.shape.batch * -(-entry.shape.heads // tuned.head_tile)
     splits = -(-ctas // (problem.num_rows * head_tiles(problem, cfg)))
     chunks = -(-problem.width // cfg.chunk_tokens)
     splits = max(1, min(splits, cfg.max_splits, chunks))

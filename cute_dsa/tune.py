@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .grid_args import add_grid_args, int_list
-from .heuristics import NUM_SMS_H200
-from .kernel_config import DecodeKernelConfig
+from .heuristics import NUM_SMS_H200, tokens_m_tile
+from .kernel_config import TOKENS_M_HEAD_TILES, DecodeKernelConfig
 from .tuning_table import Choice, Entry, ShapeKey, TuningTable, gpu_file_name
 
 BATCHES = (1, 2, 8, 32, 64, 128, 256)
@@ -39,10 +39,11 @@ CHUNKS = (16, 32)
 STAGES = (2, 4, 8)
 KV_BUFFERS = (2, 3)
 OVERLAP = (True, False)
-# q_in_regs is left out until it runs on a GPU: at 240/24 registers the producer spills, and the
-# first version (240/32) deadlocked in setmaxnreg on the H200 (2026-12-03).
+# q_in_regs is left out: with 16-token chunks (with 32 the producer spills) it was 10-25% slower
+# than the default at B >= 64 on the H200 (benchmarks/gpu-tests.md, 2026-12-03).
 Q_IN_REGS = (False,)
 ID_WINDOWS = (0, 128)
+TOKENS_M_STAGES = (2, 3, 4)  # 32-token gather stages of the tokens-as-M kernel
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -56,10 +57,24 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
             ok.append(cfg.validate())
         except ValueError as e:
             pruned.append((cfg, str(e)))
+    for t, st, w in itertools.product(TOKENS_M_HEAD_TILES, TOKENS_M_STAGES, ID_WINDOWS):
+        cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w)
+        try:
+            ok.append(cfg.validate())
+        except ValueError as e:
+            pruned.append((cfg, str(e)))
     return ok, pruned
 
 
+def applies(cfg: DecodeKernelConfig, heads: int) -> bool:
+    """Whether the tuner tries `cfg` for `heads`: heads as M always, tokens as M with the one
+    head tile that holds the heads (a larger one pads, a smaller one re-reads the latent)."""
+    return cfg.tiling == "heads_m" or cfg.head_tile == tokens_m_tile(heads)
+
+
 def split_candidates(shape: ShapeKey, cfg: DecodeKernelConfig, num_sms: int) -> List[int]:
+    if not applies(cfg, shape.heads):
+        return []
     tiles = -(-shape.heads // cfg.head_tile)
     chunks = -(-shape.width // cfg.chunk_tokens)
     res = [s for s in SPLITS if s <= min(cfg.max_splits, chunks) and (s == 1 or shape.batch * tiles * s <= MAX_WAVES * num_sms)]

@@ -86,6 +86,24 @@ def check_ptx(kind: str, ptx: str) -> List[str]:
     return problems
 
 
+def setmaxnreg_need(ptx: str) -> Optional[int]:
+    """Registers the kernel's setmaxnreg split needs per CTA (one producer warpgroup decreases,
+    the others increase), or None when it does not use setmaxnreg. setmaxnreg.inc waits for
+    registers the CTA's pool does not have, so a need above the launch allocation deadlocks."""
+    dec = re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+);", ptx)
+    inc = re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+);", ptx)
+    threads = re.search(r"\.reqntid (\d+), 1, 1", ptx)
+    if not dec or not inc or not threads:
+        return None
+    n = int(threads.group(1))
+    return 128 * max(map(int, dec)) + (n - 128) * max(map(int, inc))
+
+
+def reqntid(ptx: str) -> int:
+    m = re.search(r"\.reqntid (\d+), 1, 1", ptx)
+    return int(m.group(1)) if m else 0
+
+
 def find_ptxas() -> Optional[str]:
     try:  # the nvidia-cuda-nvcc wheel (the `test` extra) ships one
         import nvidia.cuda_nvcc as nv  # type: ignore

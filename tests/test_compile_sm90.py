@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cute_dsa.variants import all_variants, check_ptx, find_ptxas, ptxas_report
+from cute_dsa.variants import all_variants, check_ptx, find_ptxas, ptxas_report, reqntid, setmaxnreg_need
 
 pytestmark = pytest.mark.compile
 
@@ -33,6 +33,15 @@ def test_variant_compiles_and_ptx_has_promised_instructions(variant, dump_dir):
     rep = ptxas_report(ptxas, ptx_path)
     assert rep.spill_stores == 0 and rep.spill_loads == 0 and rep.stack_bytes == 0, f"{variant.name}: {rep}"
     assert not rep.wgmma_serialized, f"{variant.name}: ptxas serialized the wgmma pipeline"
+    need = setmaxnreg_need(ptx)
+    if need is not None:  # the launch allocation must hold the setmaxnreg split, or inc deadlocks
+        assert rep.registers * reqntid(ptx) >= need, f"{variant.name}: {rep.registers} registers x {reqntid(ptx)} threads < {need}"
+
+
+def test_setmaxnreg_need_reads_the_split():
+    ptx = ".reqntid 384, 1, 1\n setmaxnreg.dec.sync.aligned.u32 \t40;\n setmaxnreg.inc.sync.aligned.u32 \t232;"
+    assert setmaxnreg_need(ptx) == 128 * 40 + 256 * 232 == 64512
+    assert setmaxnreg_need(".reqntid 128, 1, 1") is None
 
 
 def test_check_ptx_catches_missing_and_local():

@@ -160,7 +160,7 @@ def test_report_compares_the_winner_with_the_heuristic_choice(tmp_path):
     rows = [line for line in lines if line.startswith("| 8 ") or line.startswith("| 64 ") or line.startswith("| 1 ")]
     assert "| 50.0 | n16 st8 kv2 w128 x1 | 60.0 | 1.200 |" in rows[0]
     assert rows[1].endswith("| 100.0 | 2.000 |")
-    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | n32 st2 kv2 w128 x32 | 30.0 | 1.000 |"
+    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | t16 st3 w128 x16 | 30.0 | 1.000 |"  # tokens as M, 16 splits
     assert not any(line.startswith("| 2 ") for line in lines)  # no measurements: no row
     geo = (1.2 * 2.0 * 1.0) ** (1 / 3)
     assert lines[-1] == f"heuristic/tuned: geomean {geo:.3f}x over 3 shapes; largest gain 2.000x at B=64 H=16 W=2048"
@@ -223,3 +223,54 @@ def test_watchdog_records_a_stalled_or_dead_candidate_and_resumes(tmp_path, mode
     res = Progress.open(prog).results
     assert res["a"] == 1.0 and res["c"] == 1.0
     assert str(res["b"]).startswith("error: " + ("no result within" if mode == "hang" else "worker died (7)"))
+
+
+def test_tokens_as_m_config_rules():
+    from cute_dsa.heuristics import default_config, fit_to_heads, tokens_m_tile
+
+    t = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=3)
+    assert t.validate() is t and t.label() == "t16 st3 w128" and t.gather_tokens() == 32
+    for bad, msg in [
+        (dict(head_tile=64), r"head_tile=64: expected one of \(8, 16, 32\) for tiling 'tokens_m'"),
+        (dict(chunk_tokens=32), "chunk_tokens=32: expected 64 for tiling 'tokens_m'"),
+        (dict(kv_buffers=3), "takes kv_buffers=2"),
+        (dict(overlap=True), "overlap=False"),
+        (dict(id_window=48), "expected 0, 128 or 256"),
+        (dict(head_tile=32, stages=4), "bytes of shared memory"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            DecodeKernelConfig(**{**t.to_dict(), **bad}).validate()
+    with pytest.raises(ValueError, match="head_tile=16: expected 64 for tiling 'heads_m'"):
+        DecodeKernelConfig(head_tile=16).validate()
+
+    assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
+    # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
+    # with fewer ring stages where the larger tile needs the shared memory.
+    t4 = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=4)
+    assert fit_to_heads(t4, 5).head_tile == 8 and fit_to_heads(t4, 5).stages == 4
+    assert fit_to_heads(t4, 24) == DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3)
+    assert fit_to_heads(t4, 40) == DecodeKernelConfig()  # above 32 heads: heads as M
+    assert fit_to_heads(DecodeKernelConfig(stages=4), 8) == DecodeKernelConfig(stages=4)
+    assert default_config(_problem(heads=12)).label() == "t16 st3 w128"
+    assert default_config(_problem(heads=32)).head_tile == 32
+    assert default_config(_problem(heads=48)) == DecodeKernelConfig()
+
+    # The tuner tries tokens as M only with the head tile that fits the bucket's heads.
+    ok = config_space()[0]
+    tiles = {c.head_tile for c in ok if c.tiling == "tokens_m"}
+    assert tiles == {8, 16, 32}
+    for c in ok:
+        if c.tiling == "tokens_m":
+            assert bool(split_candidates(ShapeKey(64, 16, 2048, 64), c, 132)) == (c.head_tile == 16)
+            assert split_candidates(ShapeKey(64, 64, 2048, 64), c, 132) == []
+
+
+def test_tuned_tokens_as_m_choice_fits_the_heads(isolated):
+    t = TuningTable(gpu=GPU, sm_count=132)
+    tm = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=4)
+    t.put(Entry(ShapeKey(64, 16, 2048, 64), Choice(tm, 2, 60.0)))
+    t.save(str(isolated))
+    c = choice_for(_problem(rows=64, heads=8), GPU, 132)
+    assert c.config.head_tile == 8 and c.config.tiling == "tokens_m" and c.splits == 2
+    c = choice_for(_problem(rows=64, heads=32), GPU, 132)
+    assert c.config.head_tile == 32 and c.config.stages == 3 and c.splits == 2  # same CTA count: one tile

@@ -267,8 +267,8 @@ class SparseDecodeTokensKernel:
         for k in cutlass.range_constexpr(1, self.ncol):
             smallest = cute.arch.fmin(smallest, scale_c[k])
         if smallest != 1.0:
-            for i in cutlass.range_constexpr(cute.size(acc_o)):
-                acc_o[i] = acc_o[i] * scale_c[self._slot(i)]
+            for i in cutlass.range(cute.size(acc_o), unroll_full=True):
+                acc_o[i] = acc_o[i] * scale_c[(i % 2) + 2 * ((i // 4) % (self.H // 8))]
 
     # ---------------------------------------------------------------- consumers
     @cute.jit
