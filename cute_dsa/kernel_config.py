@@ -42,6 +42,8 @@ class DecodeKernelConfig:
                 raise ValueError(f"head_tile={self.head_tile}: expected one of {TOKENS_M_HEAD_TILES} for tiling 'tokens_m'")
             if self.chunk_tokens != 64:
                 raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 64 for tiling 'tokens_m' (the wgmma M)")
+            if self.stages > 4:
+                raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m' (a named barrier pair per ring slot)")
             if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
                 raise ValueError(
                     f"{self}: tiling 'tokens_m' takes kv_buffers=2 (one per consumer), overlap=False, q_in_regs=False"

@@ -210,8 +210,33 @@ def supervise(worker_argv: List[str], progress_path: str, watchdog: float, max_r
     return 1
 
 
+def select_tiling(configs: List[DecodeKernelConfig], tiling: str) -> List[DecodeKernelConfig]:
+    """The configs of one tiling ("all": every config). A one-tiling sweep still measures the
+    default config of the other tiling, so each bucket's winner is compared with it."""
+    if tiling == "all":
+        return configs
+    ref = [DecodeKernelConfig()] if tiling == "tokens_m" else [
+        DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=3) for t in TOKENS_M_HEAD_TILES
+    ]
+    return [c for c in configs if c.tiling == tiling] + ref
+
+
+def start_table(path: str, gpu: str, num_sms: int) -> TuningTable:
+    """The table a sweep adds its buckets to: the existing file when it is for this GPU and
+    library (buckets not swept again are kept), else an empty one."""
+    if os.path.isfile(path):
+        try:
+            t = TuningTable.load(path)
+            if t.mismatch(gpu) is None:
+                return t
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return TuningTable(gpu=gpu, sm_count=num_sms)
+
+
 def run(args) -> int:
     configs, pruned = config_space()
+    configs = select_tiling(configs, args.tiling)
     shapes = shape_grid(int_list(args.batch, BATCHES), int_list(args.heads, HEADS), int_list(args.width, WIDTHS), int_list(args.page, PAGES))
     num_sms = NUM_SMS_H200
     if not (args.dry_run or args.report):
@@ -250,7 +275,7 @@ def run(args) -> int:
         argv = [sys.executable, "-m", "cute_dsa"] + list(args.argv) + ["--worker", "--progress", progress_path]
         return supervise(argv, progress_path, args.watchdog, args.max_restarts)
     prog = Progress.open(progress_path)
-    table = TuningTable(gpu=gpu, sm_count=num_sms)
+    table = start_table(out_path, gpu, num_sms)
     flush = L2Flusher(torch.device("cuda"))
     done_before = sum(1 for p in plan if candidate_key(*p) in prog.results)
     t0, done = time.time(), 0
@@ -293,6 +318,8 @@ def add_parser(sub) -> None:
     t.add_argument("--replays", type=int, default=7)
     t.add_argument("--out", help="YAML path (default tuning/<GPU>.yaml)")
     t.add_argument("--progress", help="resume file (default <out>.progress.jsonl)")
+    t.add_argument("--tiling", choices=("all", "heads_m", "tokens_m"), default="all",
+                   help="sweep one tiling's configs (plus the other's default, for comparison)")
     t.add_argument("--dry-run", action="store_true", help="list what would be measured; needs no GPU")
     t.add_argument("--gpu", help="GPU name for --dry-run and --report (default NVIDIA H200)")
     t.add_argument("--report", action="store_true",

@@ -31,11 +31,15 @@ BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in reg
 BAR_IDS = 10  # producer only: a window of row ids is in shared memory
 BAR_WG = 11  # tokens-as-M: + consumer (11, 12), the warps of one consumer warpgroup
 BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared memory
+# Raw hand-over (convert=False; the tokens-as-M kernel uses no FULL/EMPTY/XCHG/Q barriers):
+BAR_RAW_FULL = 1  # + ring slot (1..4): the slot's gather landed
+BAR_RAW_EMPTY = 5  # + ring slot (5..8): its consumer converted it
+MAX_RAW_SLOTS = 4
 
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q):
+                 q_rows, handoff_threads, signal_q, convert=True):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -46,6 +50,10 @@ class LatentGather:
         self.q_rows = q_rows  # rows of the Q tile (heads per CTA)
         self.handoff_threads = handoff_threads  # producer + the consumers of one K/V buffer
         self.signal_q = signal_q  # arrive on BAR_Q once Q is written
+        # True: the producer converts each landed stage into the K/V tiles (FULL/EMPTY per tile).
+        # False: it only gathers; each landed stage is handed over raw (RAW_FULL/RAW_EMPTY per
+        # ring slot) and its consumer converts it with `convert_stage`.
+        self.convert = convert
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
         self.row_passes = self.N // self.rows_per_pass
@@ -105,6 +113,21 @@ class LatentGather:
             cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
+    def convert_stage(self, s_raw, s_k, s_vring, s_valid, slot, buf, row0, tid):
+        """Raw ring slot `slot` -> rows [row0, row0 + N) of K/V tile `buf`, FP8 -> FP16, and its
+        valid flags; thread `tid` (0..127) converts the same pieces it (or its producer twin) copied."""
+        c16 = tid % self.pieces_per_row
+        tok0 = tid // self.pieces_per_row
+        for i in cutlass.range_constexpr(self.row_passes):
+            tok = tok0 + self.rows_per_pass * i
+            raw = cute.local_tile(s_raw[None, tok, slot], (PIECE,), (c16,))
+            f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
+            if cutlass.const_expr(self.drop != "convert"):
+                cute.local_tile(s_k[row0 + tok, None, buf], (PIECE,), (c16,)).store(f8.load().to(Float16))
+            if c16 == 0:
+                s_valid[row0 + tok, buf] = s_vring[tok, slot]
+
+    @cute.jit
     def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid."""
@@ -137,6 +160,9 @@ class LatentGather:
                 self._load_ids(ids, phys, row, start + tok0, end, total_rows)
 
         self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(not self.convert):
+            # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
+            cute.arch.fence_proxy("async.shared", space="cta")
         if cutlass.const_expr(self.signal_q):
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
 
@@ -146,6 +172,9 @@ class LatentGather:
         for c in cutlass.range(n_stages + self.stages - 1, unroll=1):
             if c < n_stages:
                 stage = c % self.stages
+                if cutlass.const_expr(not self.convert):
+                    if c >= self.stages:  # the consumer converted what this slot held
+                        cute.arch.barrier(barrier_id=BAR_RAW_EMPTY + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
                     cpw = win // self.N
                     if c % cpw == 0 and c > 0:
@@ -184,23 +213,20 @@ class LatentGather:
                     self._load_ids(ids, phys, row, start + (c + 1) * self.N + tok0, end, total_rows)
             cute.arch.cp_async_commit_group()
             cc = c - (self.stages - 1)
-            if cc >= 0:
-                cute.arch.cp_async_wait_group(self.stages - 1)
-                tile = cc // self.R
-                part = cc % self.R  # which slice of the K/V tile this stage fills
-                buf = tile % self.kv_bufs
-                if tile >= self.kv_bufs and part == 0:
-                    cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
-                stage = cc % self.stages
-                for i in cutlass.range_constexpr(self.row_passes):
-                    tok = tok0 + self.rows_per_pass * i
-                    raw = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
-                    f8 = cute.make_tensor(cute.recast_ptr(raw.iterator, dtype=Float8E4M3FN), cute.make_layout(PIECE))
-                    if cutlass.const_expr(self.drop != "convert"):
-                        cute.local_tile(s_k[part * self.N + tok, None, buf], (PIECE,), (c16,)).store(f8.load().to(Float16))
-                    if c16 == 0:
-                        s_valid[part * self.N + tok, buf] = s_vring[tok, stage]  # written by this same thread
-                if part == self.R - 1:
-                    # Ordinary stores read next by wgmma (the async proxy).
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
+            if cutlass.const_expr(not self.convert):
+                if cc >= 0:
+                    cute.arch.cp_async_wait_group(self.stages - 1)
+                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_FULL + cc % self.stages, number_of_threads=self.handoff_threads)
+            else:
+                if cc >= 0:
+                    cute.arch.cp_async_wait_group(self.stages - 1)
+                    tile = cc // self.R
+                    part = cc % self.R  # which slice of the K/V tile this stage fills
+                    buf = tile % self.kv_bufs
+                    if tile >= self.kv_bufs and part == 0:
+                        cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
+                    self.convert_stage(s_raw, s_k, s_vring, s_valid, cc % self.stages, buf, part * self.N, wg_tid)
+                    if part == self.R - 1:
+                        # Ordinary stores read next by wgmma (the async proxy).
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)

@@ -6,10 +6,12 @@ so tensor-core work scales with the real head count.
 
 One CTA per (head tile, split of the selection, query row); 384 threads:
 
-* warpgroup 2, the producer (`LatentGather`): gathers 32 tokens per ring stage and converts them
-  into 64-token FP16 K/V tiles (two stages per tile), one tile per consumer.
+* warpgroup 2, the producer (`LatentGather`, convert=False): only gathers, 32 tokens per raw
+  ring stage, and hands each landed stage over (RAW_FULL/RAW_EMPTY named barrier per ring slot).
 * warpgroups 0 and 1, the consumers, ping-pong on whole chunks: consumer w takes chunks
-  w, w + 2, ... from K/V buffer w, so one consumer's MMAs overlap the other's softmax.
+  w, w + 2, ... It converts the chunk's two raw stages into its own FP16 K/V tile (freeing the
+  ring slots at once), then runs the MMAs; so one consumer's conversion and softmax overlap the
+  other's MMAs, and the conversion never waits for a K/V tile to be released.
   - S^T = K Q^T: wgmma m64nHk16, A = the K tile (K-major), B = Q (K-major), both in shared memory;
   - softmax per head (a column) over the chunk's tokens (rows): max over the thread's two rows,
     the warp's 8 row groups (shuffles) and the 4 warps (shared memory); the running sum stays a
@@ -36,7 +38,7 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import GATHER_TOKENS_TOKENS_M, DecodeVariant
-from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_WG, DIM, WG, LatentGather
+from .latent_gather import BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
@@ -62,7 +64,7 @@ class SparseDecodeTokensKernel:
         self.gather = LatentGather(
             gather_tokens=GATHER_TOKENS_TOKENS_M, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
-            handoff_threads=2 * WG, signal_q=False,
+            handoff_threads=2 * WG, signal_q=False, convert=False,
         )
 
     # ---------------------------------------------------------------- layouts
@@ -172,7 +174,7 @@ class SparseDecodeTokensKernel:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(
                 q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_red, s_stat, s_merge,
-                s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
+                s_raw, s_vring, s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
             )
 
     # ---------------------------------------------------------------- consumer steps
@@ -274,7 +276,7 @@ class SparseDecodeTokensKernel:
     @cute.jit
     def _consumer(
         self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_red, s_stat, s_merge,
-        s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
+        s_raw, s_vring, s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
     ):
         ks = Float32(0.0)
         vs = Float32(0.0)
@@ -309,9 +311,22 @@ class SparseDecodeTokensKernel:
         n_mine = Int32(0)
         if n_chunks > wg_idx:
             n_mine = (n_chunks - wg_idx + 1) // 2
+        n_stages = n_chunks * 2
         for j in cutlass.range(n_mine, unroll=1):
             c = wg_idx + 2 * j
-            cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
+            # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
+            # back as soon as it is converted. (The RAW_FULL sync also keeps every warp of this
+            # warpgroup from converting before all finished the previous chunk's wgmma.)
+            for part in cutlass.range_constexpr(2):
+                sidx = 2 * c + part
+                slot = sidx % self.stages
+                cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
+                self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, slot, wg_idx, part * GATHER_TOKENS_TOKENS_M, wg_tid)
+                if sidx + self.stages < n_stages:
+                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
+            # Ordinary stores read next by wgmma (the async proxy), from all four warps.
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
             self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
             warpgroup.wait_group(0)
             self._softmax(acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid)
@@ -322,8 +337,6 @@ class SparseDecodeTokensKernel:
             self._rescale(acc_o, scale_c)
             self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
             warpgroup.wait_group(0)
-            if c + 2 < n_chunks:
-                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + wg_idx, number_of_threads=2 * WG)
 
         self._warpgroup_columns(col_sum, s_red, t_cs, wg_idx, wg_tid, False)
         # Each consumer writes the 256 dims the other one outputs into its own (finished) K/V
