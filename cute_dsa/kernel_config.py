@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 TILINGS = ("heads_m", "tokens_m")
 GATHERS = ("cp_async",)
+CONVERTS = ("producer", "consumer")
 TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
 GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
 
@@ -22,6 +23,9 @@ class DecodeKernelConfig:
     stages: int = 2  # depth of the raw FP8 gather ring (tokens_m: stages of 32 tokens)
     kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
+    # Who turns FP8 into FP16: "producer" (into the K/V tiles, handed over per tile) or, tokens as M
+    # only, "consumer" (the producer only gathers; each consumer converts its own chunk).
+    convert: str = "producer"
     overlap: bool = False  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
     id_window: int = 128  # 0: each chunk's row ids are loaded one chunk ahead; W: W ids at a time, a window ahead
@@ -30,6 +34,10 @@ class DecodeKernelConfig:
     def validate(self) -> "DecodeKernelConfig":
         if self.tiling not in TILINGS:
             raise ValueError(f"tiling={self.tiling!r}: expected one of {TILINGS}")
+        if self.convert not in CONVERTS:
+            raise ValueError(f"convert={self.convert!r}: expected one of {CONVERTS}")
+        if self.convert == "consumer" and self.tiling != "tokens_m":
+            raise ValueError("convert='consumer': only with tiling 'tokens_m'")
         if self.gather not in GATHERS:
             raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
         if self.tiling == "heads_m":
@@ -43,7 +51,9 @@ class DecodeKernelConfig:
             if self.chunk_tokens != 64:
                 raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 64 for tiling 'tokens_m' (the wgmma M)")
             if self.stages > 4:
-                raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m' (a named barrier pair per ring slot)")
+                raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m'")
+            if self.convert == "consumer" and self.stages != 4:
+                raise ValueError(f"stages={self.stages}: convert='consumer' takes stages=4 (two ring slots per consumer)")
             if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
                 raise ValueError(
                     f"{self}: tiling 'tokens_m' takes kv_buffers=2 (one per consumer), overlap=False, q_in_regs=False"
@@ -90,7 +100,7 @@ class DecodeKernelConfig:
         """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr'); tokens as M:
         't16 st3 w128' (16 heads per CTA)."""
         if self.tiling == "tokens_m":
-            return f"t{self.head_tile} st{self.stages} w{self.id_window}"
+            return f"t{self.head_tile} st{self.stages} w{self.id_window}{' cc' if self.convert == 'consumer' else ''}"
         return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
                 f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")
 

@@ -28,7 +28,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from .grid_args import add_grid_args, int_list
 from .heuristics import NUM_SMS_H200, tokens_m_tile
-from .kernel_config import TOKENS_M_HEAD_TILES, DecodeKernelConfig
+from .kernel_config import CONVERTS, TOKENS_M_HEAD_TILES, DecodeKernelConfig
 from .tuning_table import Choice, Entry, ShapeKey, TuningTable, gpu_file_name
 
 BATCHES = (1, 2, 8, 32, 64, 128, 256)
@@ -57,8 +57,10 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
             ok.append(cfg.validate())
         except ValueError as e:
             pruned.append((cfg, str(e)))
-    for t, st, w in itertools.product(TOKENS_M_HEAD_TILES, TOKENS_M_STAGES, ID_WINDOWS):
-        cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w)
+    for t, st, w, cv in itertools.product(TOKENS_M_HEAD_TILES, TOKENS_M_STAGES, ID_WINDOWS, CONVERTS):
+        if cv == "consumer" and st != 4:
+            continue  # not a choice: the consumer-converting ring has two slots per consumer
+        cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
         try:
             ok.append(cfg.validate())
         except ValueError as e:

@@ -52,8 +52,12 @@ class LatentGather:
         self.signal_q = signal_q  # arrive on BAR_Q once Q is written
         # True: the producer converts each landed stage into the K/V tiles (FULL/EMPTY per tile).
         # False: it only gathers; each landed stage is handed over raw (RAW_FULL/RAW_EMPTY per
-        # ring slot) and its consumer converts it with `convert_stage`.
+        # ring slot) and its consumer converts it with `convert_stage`. A named barrier counts
+        # arrivals without knowing who arrives, so each ring slot belongs to one consumer (tiles
+        # alternate between two consumers): half the slots each, reused every other tile.
         self.convert = convert
+        if not convert:
+            assert kv_bufs == 2 and stages == 2 * self.R == MAX_RAW_SLOTS, "one tile of ring slots per consumer"
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
         self.row_passes = self.N // self.rows_per_pass
@@ -111,6 +115,14 @@ class LatentGather:
                 g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
                 rq.store(g.load().to(Float16))
             cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+
+    @cute.jit
+    def raw_slot(self, s):
+        """(ring slot, use count) of gather stage s when consumers own their slots: tile s // R goes
+        to consumer (s // R) % 2, whose k-th stage takes its slot k % R."""
+        tile = s // self.R
+        k = (tile // 2) * self.R + s % self.R
+        return (tile % 2) * self.R + k % self.R, k
 
     @cute.jit
     def convert_stage(self, s_raw, s_k, s_vring, s_valid, slot, buf, row0, tid):
@@ -173,7 +185,8 @@ class LatentGather:
             if c < n_stages:
                 stage = c % self.stages
                 if cutlass.const_expr(not self.convert):
-                    if c >= self.stages:  # the consumer converted what this slot held
+                    stage, use = self.raw_slot(c)
+                    if use >= self.R:  # the owning consumer converted what this slot held (4 stages ago)
                         cute.arch.barrier(barrier_id=BAR_RAW_EMPTY + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
                     cpw = win // self.N
@@ -216,7 +229,8 @@ class LatentGather:
             if cutlass.const_expr(not self.convert):
                 if cc >= 0:
                     cute.arch.cp_async_wait_group(self.stages - 1)
-                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_FULL + cc % self.stages, number_of_threads=self.handoff_threads)
+                    # Lands 3 stages after its issue, before the slot's next use waits for it (4 stages).
+                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_FULL + self.raw_slot(cc)[0], number_of_threads=self.handoff_threads)
             else:
                 if cc >= 0:
                     cute.arch.cp_async_wait_group(self.stages - 1)

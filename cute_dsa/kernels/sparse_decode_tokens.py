@@ -6,12 +6,15 @@ so tensor-core work scales with the real head count.
 
 One CTA per (head tile, split of the selection, query row); 384 threads:
 
-* warpgroup 2, the producer (`LatentGather`, convert=False): only gathers, 32 tokens per raw
-  ring stage, and hands each landed stage over (RAW_FULL/RAW_EMPTY named barrier per ring slot).
+* warpgroup 2, the producer (`LatentGather`): gathers 32 tokens per raw ring stage. With
+  convert="producer" it converts each landed stage into the 64-token FP16 K/V tile of the
+  chunk's consumer (FULL/EMPTY per tile); with convert="consumer" it only gathers and hands each
+  landed stage over raw (RAW_FULL/RAW_EMPTY per ring slot, two slots per consumer).
 * warpgroups 0 and 1, the consumers, ping-pong on whole chunks: consumer w takes chunks
-  w, w + 2, ... It converts the chunk's two raw stages into its own FP16 K/V tile (freeing the
-  ring slots at once), then runs the MMAs; so one consumer's conversion and softmax overlap the
-  other's MMAs, and the conversion never waits for a K/V tile to be released.
+  w, w + 2, ... from K/V tile w, so one consumer's MMAs overlap the other's softmax. With
+  convert="consumer" each first converts its chunk's two raw stages itself (freeing the ring
+  slots at once): the conversion then never waits for a K/V tile to be released, and overlaps
+  the other consumer's MMAs.
   - S^T = K Q^T: wgmma m64nHk16, A = the K tile (K-major), B = Q (K-major), both in shared memory;
   - softmax per head (a column) over the chunk's tokens (rows): max over the thread's two rows,
     the warp's 8 row groups (shuffles) and the 4 warps (shared memory); the running sum stays a
@@ -38,7 +41,7 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import GATHER_TOKENS_TOKENS_M, DecodeVariant
-from .latent_gather import BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
@@ -55,6 +58,7 @@ class SparseDecodeTokensKernel:
         self.T = cfg.chunk_tokens  # tokens per chunk: the wgmma M of QK (64)
         self.stages = cfg.stages
         self.drop = variant.drop
+        self.consumer_converts = cfg.convert == "consumer"
         self.ncol = self.H // 4  # head columns held by each thread (2 per 8-column block)
         self.half = self.H // 2  # accumulator elements per thread per 64-row tile
         # The consumers hold O^T (4H fp32) and S^T (H/2); the producer gets the rest of the 168 x 384 pool.
@@ -64,7 +68,7 @@ class SparseDecodeTokensKernel:
         self.gather = LatentGather(
             gather_tokens=GATHER_TOKENS_TOKENS_M, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
-            handoff_threads=2 * WG, signal_q=False, convert=False,
+            handoff_threads=2 * WG, signal_q=False, convert=not self.consumer_converts,
         )
 
     # ---------------------------------------------------------------- layouts
@@ -311,22 +315,24 @@ class SparseDecodeTokensKernel:
         n_mine = Int32(0)
         if n_chunks > wg_idx:
             n_mine = (n_chunks - wg_idx + 1) // 2
-        n_stages = n_chunks * 2
         for j in cutlass.range(n_mine, unroll=1):
             c = wg_idx + 2 * j
-            # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
-            # back as soon as it is converted. (The RAW_FULL sync also keeps every warp of this
-            # warpgroup from converting before all finished the previous chunk's wgmma.)
-            for part in cutlass.range_constexpr(2):
-                sidx = 2 * c + part
-                slot = sidx % self.stages
-                cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
-                self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, slot, wg_idx, part * GATHER_TOKENS_TOKENS_M, wg_tid)
-                if sidx + self.stages < n_stages:
-                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
-            # Ordinary stores read next by wgmma (the async proxy), from all four warps.
-            cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+            if cutlass.const_expr(self.consumer_converts):
+                # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
+                # back as soon as it is converted. (The RAW_FULL sync also keeps every warp of this
+                # warpgroup from converting before all finished the previous chunk's wgmma.)
+                for part in cutlass.range_constexpr(2):
+                    k = 2 * j + part  # this consumer's k-th stage: ring slot 2w + k % 2 (LatentGather.raw_slot)
+                    slot = 2 * wg_idx + part
+                    cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
+                    self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, slot, wg_idx, part * GATHER_TOKENS_TOKENS_M, wg_tid)
+                    if k + 2 < 2 * n_mine:
+                        cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
+                # Ordinary stores read next by wgmma (the async proxy), from all four warps.
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+            else:
+                cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
             self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
             warpgroup.wait_group(0)
             self._softmax(acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid)
@@ -337,6 +343,9 @@ class SparseDecodeTokensKernel:
             self._rescale(acc_o, scale_c)
             self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
             warpgroup.wait_group(0)
+            if cutlass.const_expr(not self.consumer_converts):
+                if c + 2 < n_chunks:
+                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + wg_idx, number_of_threads=2 * WG)
 
         self._warpgroup_columns(col_sum, s_red, t_cs, wg_idx, wg_tid, False)
         # Each consumer writes the 256 dims the other one outputs into its own (finished) K/V
