@@ -19,11 +19,13 @@ def tokens_m_tile(heads: int) -> Optional[int]:
 
 def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
     """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
-    the H200), heads as M above."""
+    the H200), with the consumers converting where the ring fits (8 and 16 heads); heads as M above."""
     tile = tokens_m_tile(problem.num_heads)
     if tile is None:
         return DecodeKernelConfig()
-    return fit_to_heads(DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=3), problem.num_heads)
+    if tile <= 16:
+        return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="consumer")
+    return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=3)
 
 
 def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
@@ -36,8 +38,8 @@ def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
     if tile is None:
         return DecodeKernelConfig()
     fitted = replace(config, head_tile=tile)
-    while fitted.smem_bytes() > SMEM_LIMIT and fitted.stages > 2:
-        fitted = replace(fitted, stages=fitted.stages - 1)
+    if fitted.smem_bytes() > SMEM_LIMIT:  # the larger tile needs the shared memory of a ring slot
+        fitted = replace(fitted, stages=fitted.stages - 1, convert="producer")
     return fitted.validate()
 
 

@@ -160,7 +160,7 @@ def test_report_compares_the_winner_with_the_heuristic_choice(tmp_path):
     rows = [line for line in lines if line.startswith("| 8 ") or line.startswith("| 64 ") or line.startswith("| 1 ")]
     assert "| 50.0 | n16 st8 kv2 w128 x1 | 60.0 | 1.200 |" in rows[0]
     assert rows[1].endswith("| 100.0 | 2.000 |")
-    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | t16 st3 w128 x16 | 30.0 | 1.000 |"  # tokens as M, 16 splits
+    assert rows[2] == "| 1 | 16 | 2048 | 30.0 | t16 st4 w128 cc x16 | 30.0 | 1.000 |"  # tokens as M, 16 splits
     assert not any(line.startswith("| 2 ") for line in lines)  # no measurements: no row
     geo = (1.2 * 2.0 * 1.0) ** (1 / 3)
     assert lines[-1] == f"heuristic/tuned: geomean {geo:.3f}x over 3 shapes; largest gain 2.000x at B=64 H=16 W=2048"
@@ -237,11 +237,15 @@ def test_tokens_as_m_config_rules():
         (dict(overlap=True), "overlap=False"),
         (dict(id_window=48), "expected 0, 128 or 256"),
         (dict(head_tile=32, stages=4), "bytes of shared memory"),
+        (dict(convert="consumer"), "convert='consumer' takes stages=4"),
+        (dict(convert="gpu"), "convert='gpu': expected one of"),
     ]:
         with pytest.raises(ValueError, match=msg):
             DecodeKernelConfig(**{**t.to_dict(), **bad}).validate()
     with pytest.raises(ValueError, match="head_tile=16: expected 64 for tiling 'heads_m'"):
         DecodeKernelConfig(head_tile=16).validate()
+    with pytest.raises(ValueError, match="convert='consumer': only with tiling 'tokens_m'"):
+        DecodeKernelConfig(convert="consumer").validate()
 
     assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
     # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
@@ -251,7 +255,8 @@ def test_tokens_as_m_config_rules():
     assert fit_to_heads(t4, 24) == DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3)
     assert fit_to_heads(t4, 40) == DecodeKernelConfig()  # above 32 heads: heads as M
     assert fit_to_heads(DecodeKernelConfig(stages=4), 8) == DecodeKernelConfig(stages=4)
-    assert default_config(_problem(heads=12)).label() == "t16 st3 w128"
+    assert default_config(_problem(heads=12)).label() == "t16 st4 w128 cc"
+    assert fit_to_heads(default_config(_problem(heads=12)), 32).label() == "t32 st3 w128"
     assert default_config(_problem(heads=32)).head_tile == 32
     assert default_config(_problem(heads=48)) == DecodeKernelConfig()
 
