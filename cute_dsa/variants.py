@@ -56,10 +56,16 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
     for lse in (True, False):
         res.append(Variant(f"combine{'_lse' if lse else ''}", "combine", lambda dump, l=lse: kc.build_combine(l, dump=dump)))
     if configs is None:
+        from types import SimpleNamespace
+
+        from .heuristics import default_config
         from .tune import config_space
 
         default = DecodeKernelConfig()
-        decodes = decode_variants([default]) + decode_variants([c for c in config_space()[0] if c != default], all_flags=False)
+        # The heuristic's configs (heads as M, and tokens as M for 8, 16 and 32 heads) with every
+        # flag; every other tunable config direct and split.
+        defaults = [default] + [default_config(SimpleNamespace(num_heads=h)) for h in (8, 16, 32)]
+        decodes = decode_variants(defaults) + decode_variants([c for c in config_space()[0] if c not in defaults], all_flags=False)
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
     else:
