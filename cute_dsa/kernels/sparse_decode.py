@@ -25,8 +25,6 @@ acc * (softmax_scale * k_scale * log2 e); v_scale multiplies the normalised outp
 
 from __future__ import annotations
 
-import math
-
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32, Uint8
@@ -37,19 +35,18 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
+from .decode_common import DecodeKernelBase
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_XCHG, DIM, WG, LatentGather
-
-LOG2E = math.log2(math.e)
-LN2 = math.log(2.0)
 
 DV_PER_WG = 256  # output dims per consumer warpgroup
 
 
-class SparseDecodeKernel:
+class SparseDecodeKernel(DecodeKernelBase):
     def __init__(self, variant: DecodeVariant):
         cfg = variant.config.validate()
         self.variant = variant
         self.M = cfg.head_tile
+        self.heads_per_cta = self.M
         self.N = cfg.chunk_tokens
         self.stages = cfg.stages
         self.overlap = cfg.overlap
@@ -98,32 +95,6 @@ class SparseDecodeKernel:
         )
         return mma_qk, mma_pv
 
-    # ---------------------------------------------------------------- launch
-    @cute.jit
-    def __call__(
-        self,
-        q: cute.Tensor,  # (rows, heads, 512) bf16
-        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8, or (rows, token_bytes) when flat_cache
-        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
-        k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
-        v_scale,
-        softmax_scale: Float32,
-        out: cute.Tensor,  # (rows, heads, 512) bf16, or (rows, splits, heads, 512) fp32 partials
-        lse: cute.Tensor,  # (rows, heads) fp32, or (rows, splits, heads) fp32 partials
-        split_len: Int32,  # selection positions per split (a multiple of N)
-        num_splits: Int32,
-        stream,
-    ):
-        head_tiles = (q.shape[1] + self.M - 1) // self.M
-        self.kernel(q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len).launch(
-            grid=[head_tiles, num_splits, q.shape[0]],
-            block=[self.num_threads, 1, 1],
-            stream=stream,
-            # One CTA per SM: ptxas then gives every thread the 168 registers the setmaxnreg
-            # split below assumes (without it the count is ptxas's choice, and a smaller pool deadlocks).
-            min_blocks_per_mp=1,
-        )
-
     # ---------------------------------------------------------------- body
     @cute.kernel
     def kernel(
@@ -143,12 +114,7 @@ class SparseDecodeKernel:
         wg_idx = cute.arch.make_warp_uniform(tidx // WG)
         wg_tid = tidx % WG
 
-        width = phys.shape[1]
-        start = split * split_len
-        end = cutlass.min(start + split_len, width)
-        n_chunks = Int32(0)
-        if end > start:
-            n_chunks = (end - start + self.N - 1) // self.N
+        start, end, n_chunks = self._chunks(phys, split, split_len, self.N)
 
         s_q_l, s_k_l, s_v_l, s_raw_l, s_x_l = self._layouts()
         smem = SmemAllocator()
@@ -256,17 +222,7 @@ class SparseDecodeKernel:
         head_tile, split, row, n_chunks, wg_idx, wg_tid,
     ):
         num_heads = q.shape[1]
-        ks = Float32(0.0)
-        vs = Float32(0.0)
-        if cutlass.const_expr(self.variant.k_scale_on_device):
-            ks = k_scale[0]
-        else:
-            ks = Float32(k_scale)
-        if cutlass.const_expr(self.variant.v_scale_on_device):
-            vs = v_scale[0]
-        else:
-            vs = Float32(v_scale)
-        scale_log2 = softmax_scale * ks * LOG2E
+        scale_log2, vs = self._scales(k_scale, v_scale, softmax_scale)
 
         mma_qk, mma_pv = self._mmas()
         thr_qk = mma_qk.get_slice(wg_tid)
@@ -352,28 +308,17 @@ class SparseDecodeKernel:
             s = row_sum[rh]
             s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
             s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
-            inv[rh] = Float32(0.0)
-            lse_val[rh] = -Float32.inf
-            if s > 0.0:
-                inv[rh] = vs / s
-                lse_val[rh] = (row_max[rh] + cute.math.log2(s, fastmath=True)) * LN2
+            inv[rh], lse_val[rh] = self._normaliser(s, row_max[rh], vs)
         for i in cutlass.range(cute.size(acc_o), unroll_full=True):
             coord = t_co[i]
             head = head_tile * self.M + coord[0]
             if head < num_heads:
                 val = acc_o[i] * inv[(i // 2) % 2]
-                dim = wg_idx * DV_PER_WG + coord[1]
-                if cutlass.const_expr(self.variant.split):
-                    out[row, split, head, dim] = val
-                else:
-                    out[row, head, dim] = val.to(out.element_type)
+                self._store_out(out, row, split, head, wg_idx * DV_PER_WG + coord[1], val)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if wg_idx == 0:
                 if wg_tid % 4 == 0:
                     for rh in cutlass.range_constexpr(2):
                         head = head_tile * self.M + t_cs[2 * rh][0]
                         if head < num_heads:
-                            if cutlass.const_expr(self.variant.split):
-                                lse[row, split, head] = lse_val[rh]
-                            else:
-                                lse[row, head] = lse_val[rh]
+                            self._store_lse(lse, row, split, head, lse_val[rh])

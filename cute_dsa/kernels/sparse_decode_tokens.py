@@ -30,8 +30,6 @@ v_scale multiplies the normalised output. Q must be inside the FP16 range (|q| <
 
 from __future__ import annotations
 
-import math
-
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32, Uint8
@@ -41,20 +39,20 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import GATHER_TOKENS_TOKENS_M, DecodeVariant
+from .decode_common import DecodeKernelBase
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
 
-LOG2E = math.log2(math.e)
-LN2 = math.log(2.0)
 M_DIMS = 64  # latent dims per PV wgmma (its M)
 WARPS = WG // 32
 
 
-class SparseDecodeTokensKernel:
+class SparseDecodeTokensKernel(DecodeKernelBase):
     def __init__(self, variant: DecodeVariant):
         cfg = variant.config.validate()
         assert cfg.tiling == "tokens_m"
         self.variant = variant
         self.H = cfg.head_tile  # heads per CTA: the wgmma N
+        self.heads_per_cta = self.H
         self.T = cfg.chunk_tokens  # tokens per chunk: the wgmma M of QK (64)
         self.stages = cfg.stages
         self.drop = variant.drop
@@ -99,30 +97,6 @@ class SparseDecodeTokensKernel:
         fragment is ((2 cols, 2 row halves, H/8 column blocks), row tiles)."""
         return (i % 2) + 2 * ((i // 4) % (self.H // 8))
 
-    # ---------------------------------------------------------------- launch
-    @cute.jit
-    def __call__(
-        self,
-        q: cute.Tensor,  # (rows, heads, 512) bf16
-        cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8, or (rows, token_bytes) when flat_cache
-        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
-        k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
-        v_scale,
-        softmax_scale: Float32,
-        out: cute.Tensor,  # (rows, heads, 512) bf16, or (rows, splits, heads, 512) fp32 partials
-        lse: cute.Tensor,  # (rows, heads) fp32, or (rows, splits, heads) fp32 partials
-        split_len: Int32,  # selection positions per split (a multiple of 64)
-        num_splits: Int32,
-        stream,
-    ):
-        head_tiles = (q.shape[1] + self.H - 1) // self.H
-        self.kernel(q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len).launch(
-            grid=[head_tiles, num_splits, q.shape[0]],
-            block=[self.num_threads, 1, 1],
-            stream=stream,
-            min_blocks_per_mp=1,  # 168 registers per thread at launch: the pool the setmaxnreg split assumes
-        )
-
     # ---------------------------------------------------------------- body
     @cute.kernel
     def kernel(
@@ -142,12 +116,7 @@ class SparseDecodeTokensKernel:
         wg_idx = cute.arch.make_warp_uniform(tidx // WG)
         wg_tid = tidx % WG
 
-        width = phys.shape[1]
-        start = split * split_len
-        end = cutlass.min(start + split_len, width)
-        n_chunks = Int32(0)
-        if end > start:
-            n_chunks = (end - start + self.T - 1) // self.T
+        start, end, n_chunks = self._chunks(phys, split, split_len, self.T)
 
         s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
         smem = SmemAllocator()
@@ -282,17 +251,7 @@ class SparseDecodeTokensKernel:
         self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_red, s_stat, s_merge,
         s_raw, s_vring, s_valid, head_tile, split, row, n_chunks, wg_idx, wg_tid,
     ):
-        ks = Float32(0.0)
-        vs = Float32(0.0)
-        if cutlass.const_expr(self.variant.k_scale_on_device):
-            ks = k_scale[0]
-        else:
-            ks = Float32(k_scale)
-        if cutlass.const_expr(self.variant.v_scale_on_device):
-            vs = v_scale[0]
-        else:
-            vs = Float32(v_scale)
-        scale_log2 = softmax_scale * ks * LOG2E
+        scale_log2, vs = self._scales(k_scale, v_scale, softmax_scale)
 
         mma_qk, mma_pv = self._mmas()
         thr_qk = mma_qk.get_slice(wg_tid)
@@ -386,11 +345,7 @@ class SparseDecodeTokensKernel:
             f_mine[k] = cute.math.exp2(col_max[k] - b, fastmath=True)
             f_other[k] = cute.math.exp2(m_o - b, fastmath=True)
             s = col_sum[k] * f_mine[k] + s_stat[col, 1, other] * f_other[k]
-            inv[k] = Float32(0.0)
-            lse_val[k] = -Float32.inf
-            if s > 0.0:
-                inv[k] = vs / s
-                lse_val[k] = (b + cute.math.log2(s, fastmath=True)) * LN2
+            inv[k], lse_val[k] = self._normaliser(s, b, vs)
         for mt in cutlass.range_constexpr(tiles):
             for r in cutlass.range_constexpr(self.half):
                 i = r + self.half * (tiles * w + mt)
@@ -399,17 +354,11 @@ class SparseDecodeTokensKernel:
                 coord = t_co[i]
                 head = head_tile * self.H + coord[1]
                 if head < num_heads:
-                    if cutlass.const_expr(self.variant.split):
-                        out[row, split, head, coord[0]] = val
-                    else:
-                        out[row, head, coord[0]] = val.to(out.element_type)
+                    self._store_out(out, row, split, head, coord[0], val)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if cutlass.const_expr(w == 0):
                 if wg_tid < 4:
                     for k in cutlass.range_constexpr(self.ncol):
                         head = head_tile * self.H + t_cs[(k % 2) + 4 * (k // 2)][1]
                         if head < num_heads:
-                            if cutlass.const_expr(self.variant.split):
-                                lse[row, split, head] = lse_val[k]
-                            else:
-                                lse[row, head] = lse_val[k]
+                            self._store_lse(lse, row, split, head, lse_val[k])
