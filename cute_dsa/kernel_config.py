@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 TILINGS = ("heads_m", "tokens_m")
 GATHERS = ("cp_async",)
-CONVERTS = ("producer", "consumer")
+CONVERTS = ("producer", "consumer", "registers")
 TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
 GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
 
@@ -24,7 +24,8 @@ class DecodeKernelConfig:
     kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
     gather: str = "cp_async"  # 16-byte cp.async per piece of a row
     # Who turns FP8 into FP16: "producer" (into the K/V tiles, handed over per tile) or, tokens as M
-    # only, "consumer" (the producer only gathers; each consumer converts its own chunk).
+    # only, "consumer" (the producer only gathers; each consumer converts its own chunk) or
+    # "registers" (the consumers convert raw rows straight into wgmma A fragments: no K/V tiles).
     convert: str = "producer"
     overlap: bool = False  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
@@ -36,8 +37,8 @@ class DecodeKernelConfig:
             raise ValueError(f"tiling={self.tiling!r}: expected one of {TILINGS}")
         if self.convert not in CONVERTS:
             raise ValueError(f"convert={self.convert!r}: expected one of {CONVERTS}")
-        if self.convert == "consumer" and self.tiling != "tokens_m":
-            raise ValueError("convert='consumer': only with tiling 'tokens_m'")
+        if self.convert != "producer" and self.tiling != "tokens_m":
+            raise ValueError(f"convert={self.convert!r}: only with tiling 'tokens_m'")
         if self.gather not in GATHERS:
             raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
         if self.tiling == "heads_m":
@@ -52,8 +53,8 @@ class DecodeKernelConfig:
                 raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 64 for tiling 'tokens_m' (the wgmma M)")
             if self.stages > 4:
                 raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m'")
-            if self.convert == "consumer" and self.stages != 4:
-                raise ValueError(f"stages={self.stages}: convert='consumer' takes stages=4 (two ring slots per consumer)")
+            if self.convert != "producer" and self.stages != 4:
+                raise ValueError(f"stages={self.stages}: convert={self.convert!r} takes stages=4 (two ring slots per consumer)")
             if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
                 raise ValueError(
                     f"{self}: tiling 'tokens_m' takes kv_buffers=2 (one per consumer), overlap=False, q_in_regs=False"
@@ -82,11 +83,16 @@ class DecodeKernelConfig:
 
     def gather_tokens(self) -> int:
         """Tokens per stage of the raw gather ring."""
-        return GATHER_TOKENS_TOKENS_M if self.tiling == "tokens_m" else self.chunk_tokens
+        if self.tiling == "tokens_m":
+            # Register-fed consumers read a whole chunk from one ring slot.
+            return self.chunk_tokens if self.convert == "registers" else GATHER_TOKENS_TOKENS_M
+        return self.chunk_tokens
 
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2
         k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
+        if self.convert == "registers":
+            k = 0  # none: the raw ring slots also hold the end-of-loop merge
         raw = self.stages * self.gather_tokens() * 512
         if self.tiling == "heads_m":
             xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
@@ -100,7 +106,8 @@ class DecodeKernelConfig:
         """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr'); tokens as M:
         't16 st3 w128' (16 heads per CTA)."""
         if self.tiling == "tokens_m":
-            return f"t{self.head_tile} st{self.stages} w{self.id_window}{' cc' if self.convert == 'consumer' else ''}"
+            conv = {"producer": "", "consumer": " cc", "registers": " rf"}[self.convert]
+            return f"t{self.head_tile} st{self.stages} w{self.id_window}{conv}"
         return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
                 f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")
 

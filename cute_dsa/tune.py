@@ -58,8 +58,8 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
         except ValueError as e:
             pruned.append((cfg, str(e)))
     for t, st, w, cv in itertools.product(TOKENS_M_HEAD_TILES, TOKENS_M_STAGES, ID_WINDOWS, CONVERTS):
-        if cv == "consumer" and st != 4:
-            continue  # not a choice: the consumer-converting ring has two slots per consumer
+        if cv != "producer" and st != 4:
+            continue  # not a choice: a consumer-converting ring has two slots per consumer
         cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
         try:
             ok.append(cfg.validate())

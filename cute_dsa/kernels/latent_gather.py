@@ -19,6 +19,8 @@ import cutlass.cute as cute
 from cutlass import Float16, Float8E4M3FN, Int32, Uint8, Uint32
 from cutlass.cute.nvgpu import cpasync
 
+from .fp8_fragments import logical_dim, unit_swizzle
+
 DIM = 512  # kv_lora_rank: the whole token
 WG = 128
 PIECE = 16  # bytes per cp.async
@@ -39,7 +41,7 @@ MAX_RAW_SLOTS = 4
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q, convert=True):
+                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -56,8 +58,13 @@ class LatentGather:
         # arrivals without knowing who arrives, so each ring slot belongs to one consumer (tiles
         # alternate between two consumers): half the slots each, reused every other tile.
         self.convert = convert
+        self.slots_per_consumer = stages // 2
         if not convert:
-            assert kv_bufs == 2 and stages == 2 * self.R == MAX_RAW_SLOTS, "one tile of ring slots per consumer"
+            assert kv_bufs == 2 and stages == MAX_RAW_SLOTS and self.slots_per_consumer % self.R == 0, "whole tiles of ring slots per consumer"
+        # True (convert="registers"): the consumers read the raw rows straight into wgmma fragments
+        # (fp8_fragments): Q is stored in their dim order and rows with their unit swizzle.
+        self.fragment_order = fragment_order
+        assert not (fragment_order and convert)
         self.pieces_per_row = DIM // PIECE  # 32
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
         self.row_passes = self.N // self.rows_per_pass
@@ -114,15 +121,19 @@ class LatentGather:
             if head < num_heads:
                 g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
                 rq.store(g.load().to(Float16))
-            cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+            if cutlass.const_expr(self.fragment_order):
+                for e in cutlass.range_constexpr(self.q_vec):
+                    s_q[h, logical_dim(c8 * self.q_vec + e)] = rq[e]
+            else:
+                cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
     def raw_slot(self, s):
         """(ring slot, use count) of gather stage s when consumers own their slots: tile s // R goes
-        to consumer (s // R) % 2, whose k-th stage takes its slot k % R."""
+        to consumer (s // R) % 2, whose k-th stage takes its slot k % (slots per consumer)."""
         tile = s // self.R
         k = (tile // 2) * self.R + s % self.R
-        return (tile % 2) * self.R + k % self.R, k
+        return (tile % 2) * self.slots_per_consumer + k % self.slots_per_consumer, k
 
     @cute.jit
     def convert_stage(self, s_raw, s_k, s_vring, s_valid, slot, buf, row0, tid):
@@ -186,7 +197,7 @@ class LatentGather:
                 stage = c % self.stages
                 if cutlass.const_expr(not self.convert):
                     stage, use = self.raw_slot(c)
-                    if use >= self.R:  # the owning consumer converted what this slot held (4 stages ago)
+                    if use >= self.slots_per_consumer:  # the owning consumer is done with what this slot held (4 stages ago)
                         cute.arch.barrier(barrier_id=BAR_RAW_EMPTY + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
                     cpw = win // self.N
@@ -206,7 +217,10 @@ class LatentGather:
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]
-                    dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (c16,))
+                    unit = c16
+                    if cutlass.const_expr(self.fragment_order):
+                        unit = c16 ^ unit_swizzle(tok)
+                    dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (unit,))
                     if cutlass.const_expr(self.drop != "gather"):
                         if ph >= 0:
                             if cutlass.const_expr(self.flat_cache):

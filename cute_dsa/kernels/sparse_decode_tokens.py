@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float16, Float32, Int32, Uint8
+from cutlass import Float16, Float32, Int32, Uint8, Uint32
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
-from ..kernel_config import GATHER_TOKENS_TOKENS_M, DecodeVariant
+from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase
+from .fp8_fragments import fill_k_blocks, fill_vt_kblock, output_dim
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
 
 M_DIMS = 64  # latent dims per PV wgmma (its M)
@@ -57,6 +58,13 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         self.stages = cfg.stages
         self.drop = variant.drop
         self.consumer_converts = cfg.convert == "consumer"
+        self.register_fed = cfg.convert == "registers"
+        self.G = cfg.gather_tokens()  # tokens per raw ring stage
+        # Register-fed fragment buffers (two each, one filling while the other's wgmmas run):
+        # 64-dim blocks per QK buffer (16 registers each) and 16-token k-blocks per PV buffer (32).
+        # O^T takes 4H registers, so 32 heads get smaller QK buffers and one PV buffer.
+        self.qk_blocks = 2 if self.H <= 16 else 1
+        self.pv_buffers = 2 if self.H <= 16 else 1
         self.ncol = self.H // 4  # head columns held by each thread (2 per 8-column block)
         self.half = self.H // 2  # accumulator elements per thread per 64-row tile
         # The consumers hold O^T (4H fp32) and S^T (H/2); the producer gets the rest of the 168 x 384 pool.
@@ -64,9 +72,10 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
         self.num_threads = 3 * WG
         self.gather = LatentGather(
-            gather_tokens=GATHER_TOKENS_TOKENS_M, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
+            gather_tokens=self.G, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
-            handoff_threads=2 * WG, signal_q=False, convert=not self.consumer_converts,
+            handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer",
+            fragment_order=self.register_fed,
         )
 
     # ---------------------------------------------------------------- layouts
@@ -80,15 +89,18 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         s_v = cute.tile_to_shape(mn_atom, (DIM, self.T, 2), order=(1, 0, 2))
         # P^T per consumer: [heads, tokens] K-major, the B operand of PV.
         s_p = cute.tile_to_shape(k_atom, (self.H, self.T, 2), order=(0, 1, 2))
-        s_raw = cute.make_layout((DIM, GATHER_TOKENS_TOKENS_M, self.stages), stride=(1, DIM, DIM * GATHER_TOKENS_TOKENS_M))
+        s_raw = cute.make_layout((DIM, self.G, self.stages), stride=(1, DIM, DIM * self.G))
         return s_q, s_k, s_v, s_p, s_raw
 
     def _mmas(self):
+        # Register-fed: both A operands (K, V^T) are fragments built from the raw rows.
+        a_src = warpgroup.OperandSource.RMEM if self.register_fed else warpgroup.OperandSource.SMEM
+        v_major = OperandMajorMode.K if self.register_fed else OperandMajorMode.MN
         mma_qk = sm90_utils.make_trivial_tiled_mma(
-            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.T, self.H)
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.T, self.H), a_source=a_src
         )
         mma_pv = sm90_utils.make_trivial_tiled_mma(
-            Float16, Float16, OperandMajorMode.MN, OperandMajorMode.K, Float32, (1, 1, 1), (M_DIMS, self.H)
+            Float16, Float16, v_major, OperandMajorMode.K, Float32, (1, 1, 1), (M_DIMS, self.H), a_source=a_src
         )
         return mma_qk, mma_pv
 
@@ -121,23 +133,28 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
         smem = SmemAllocator()
         s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
-        # The K/V tiles are raw bytes seen three ways: swizzled K and V, and (after the main loop)
-        # an fp32 scratch for the merge of the two consumers.
-        kv_bytes = cute.cosize(s_k_l.outer) * 2
-        kv_ptr = smem.allocate(kv_bytes, byte_alignment=1024)
-        s_k = cute.make_tensor(cute.recast_ptr(kv_ptr, s_k_l.inner, dtype=Float16), s_k_l.outer)
-        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
-        per_buf = kv_bytes // 2 // 4  # fp32 words per K/V buffer
-        s_merge = cute.make_tensor(
-            cute.recast_ptr(kv_ptr, dtype=Float32),
-            cute.make_layout((4 * self.half, WG, 2), stride=(WG, 1, per_buf)),
-        )
         s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
-        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=1024)
+        s_k = s_raw  # register-fed: no K/V tiles (never read as such)
+        s_v = s_raw
+        # After the main loop, an fp32 scratch for the merge of the two consumers: each writes into
+        # memory only it used, its K/V tile or (register-fed) its half of the raw ring.
+        scratch = s_raw.iterator
+        per_consumer = cute.cosize(s_raw_l) // 2
+        if cutlass.const_expr(not self.register_fed):
+            # The K/V tiles are raw bytes seen three ways: swizzled K and V, and the merge scratch.
+            per_consumer = cute.cosize(s_k_l.outer)  # two K/V buffers of 2-byte elements
+            scratch = smem.allocate(per_consumer * 2, byte_alignment=1024)
+            s_k = cute.make_tensor(cute.recast_ptr(scratch, s_k_l.inner, dtype=Float16), s_k_l.outer)
+            s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        s_merge = cute.make_tensor(
+            cute.recast_ptr(scratch, dtype=Float32),
+            cute.make_layout((4 * self.half, WG, 2), stride=(WG, 1, per_consumer // 4)),
+        )
         s_red = smem.allocate_tensor(Float32, cute.make_layout((self.H, WARPS, 2)), byte_alignment=16)
         s_stat = smem.allocate_tensor(Float32, cute.make_layout((self.H, 2, 2)), byte_alignment=16)
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.T, 2)), byte_alignment=16)
-        s_vring = smem.allocate_tensor(Int32, cute.make_layout((GATHER_TOKENS_TOKENS_M, self.stages)), byte_alignment=16)
+        s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.G, self.stages)), byte_alignment=16)
         s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.gather.id_window, 1), 2)), byte_alignment=16)
 
         if wg_idx == 2:
@@ -182,6 +199,52 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         warpgroup.commit_group()
 
     @cute.jit
+    def _qk_from_raw(self, s_raw32, s_q, acc_s, slot, wg_tid):
+        """S^T = K Q^T with K converted from ring slot `slot` straight into A fragments, two
+        buffers of `qk_blocks` 64-dim blocks: one fills while the other's wgmmas run. Waited."""
+        mma_qk = self._mmas()[0]
+        thr = mma_qk.get_slice(wg_tid)
+        t_q = thr.make_fragment_B(thr.partition_B(s_q))
+        nb = self.qk_blocks
+        frags = [thr.make_fragment_A(thr.partition_shape_A((self.T, 64 * nb))) for _ in range(2)]
+        mma_qk.set(warpgroup.Field.ACCUMULATE, False)
+        for step in cutlass.range_constexpr(DIM // 64 // nb):
+            frag = frags[step % 2]
+            if cutlass.const_expr(step >= 2):
+                warpgroup.wait_group(1)  # the wgmmas that read this buffer two steps ago are done
+            fill_k_blocks(cute.recast_tensor(frag, Uint32), s_raw32, slot, step * nb, nb, wg_tid, self.drop != "convert")
+            warpgroup.fence()
+            if cutlass.const_expr(self.drop != "mma"):
+                for kb in cutlass.range_constexpr(4 * nb):
+                    cute.gemm(mma_qk, acc_s, frag[None, None, kb], t_q[None, None, 4 * nb * step + kb], acc_s)
+                    mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+            warpgroup.commit_group()
+        warpgroup.wait_group(0)
+
+    @cute.jit
+    def _pv_from_raw(self, s_raw32, s_p, acc_o, slot, release, wg_idx, wg_tid):
+        """O^T += V^T P^T with V^T converted from ring slot `slot` into A fragments, one 16-token
+        k-block (all 8 m-tiles) per buffer. The slot is handed back (`release`) once read. Waited."""
+        mma_pv = self._mmas()[1]
+        thr = mma_pv.get_slice(wg_tid)
+        t_p = thr.make_fragment_B(thr.partition_B(s_p[None, None, wg_idx]))
+        frags = [thr.make_fragment_A(thr.partition_shape_A((DIM, 16))) for _ in range(self.pv_buffers)]
+        mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+        for kb in cutlass.range_constexpr(self.T // 16):
+            frag = frags[kb % self.pv_buffers]
+            if cutlass.const_expr(kb >= self.pv_buffers):
+                warpgroup.wait_group(self.pv_buffers - 1)
+            fill_vt_kblock(cute.recast_tensor(frag, Uint32), s_raw32, slot, kb, wg_tid, self.drop != "convert")
+            if cutlass.const_expr(kb == self.T // 16 - 1):
+                if release:
+                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
+            warpgroup.fence()
+            if cutlass.const_expr(self.drop != "mma"):
+                cute.gemm(mma_pv, acc_o, frag[None, None, 0], t_p[None, None, kb], acc_o)
+            warpgroup.commit_group()
+        warpgroup.wait_group(0)
+
+    @cute.jit
     def _warpgroup_columns(self, vals, s_red, t_cs, wg_idx, wg_tid, is_max: cutlass.Constexpr):
         """Reduce per-thread column values (max or sum over the thread's rows) over the whole
         warpgroup's 64 rows: shuffles over the warp's 8 row groups, then the 4 warps through shared
@@ -206,14 +269,15 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             vals[k] = v
 
     @cute.jit
-    def _softmax(self, acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid):
+    def _softmax(self, acc_s, valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid):
         """Mask and scale the chunk's S^T, update each head's running max and this thread's partial
-        sum; leave P in `acc_s` and the factor O^T's columns must be scaled by in `scale_c`."""
+        sum; leave P in `acc_s` and the factor O^T's columns must be scaled by in `scale_c`.
+        `valid`: the chunk's 64 token flags."""
         cmax = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
         cmax.fill(-Float32.inf)
         for i in cutlass.range_constexpr(cute.size(acc_s)):
             v = acc_s[i] * scale_log2
-            if s_valid[t_cs[i][0], wg_idx] == 0:
+            if valid[t_cs[i][0]] == 0:
                 v = -Float32.inf
             acc_s[i] = v
             cmax[self._slot(i)] = cute.arch.fmax(cmax[self._slot(i)], v)
@@ -274,37 +338,50 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         n_mine = Int32(0)
         if n_chunks > wg_idx:
             n_mine = (n_chunks - wg_idx + 1) // 2
+        s_raw32 = cute.recast_tensor(s_raw, Uint32)
         for j in cutlass.range(n_mine, unroll=1):
             c = wg_idx + 2 * j
-            if cutlass.const_expr(self.consumer_converts):
-                # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
-                # back as soon as it is converted. (The RAW_FULL sync also keeps every warp of this
-                # warpgroup from converting before all finished the previous chunk's wgmma.)
-                for part in cutlass.range_constexpr(2):
-                    k = 2 * j + part  # this consumer's k-th stage: ring slot 2w + k % 2 (LatentGather.raw_slot)
-                    slot = 2 * wg_idx + part
-                    cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
-                    self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, slot, wg_idx, part * GATHER_TOKENS_TOKENS_M, wg_tid)
-                    if k + 2 < 2 * n_mine:
-                        cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
-                # Ordinary stores read next by wgmma (the async proxy), from all four warps.
-                cute.arch.fence_proxy("async.shared", space="cta")
-                cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+            valid = s_valid[None, wg_idx]
+            # Register-fed: the chunk's 64 rows sit in one ring slot (LatentGather.raw_slot:
+            # 2w + j % 2), read into fragments twice (K, then V^T) and handed back after the V^T reads.
+            slot = 2 * wg_idx + j % 2
+            if cutlass.const_expr(self.register_fed):
+                cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
+                self._qk_from_raw(s_raw32, s_q, acc_s, slot, wg_tid)
+                valid = s_vring[None, slot]
             else:
-                cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
-            self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
-            warpgroup.wait_group(0)
-            self._softmax(acc_s, s_valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid)
+                if cutlass.const_expr(self.consumer_converts):
+                    # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
+                    # back as soon as it is converted. (The RAW_FULL sync also keeps every warp of this
+                    # warpgroup from converting before all finished the previous chunk's wgmma.)
+                    for part in cutlass.range_constexpr(2):
+                        k = 2 * j + part  # this consumer's k-th stage: ring slot 2w + k % 2 (LatentGather.raw_slot)
+                        cslot = 2 * wg_idx + part
+                        cute.arch.barrier(barrier_id=BAR_RAW_FULL + cslot, number_of_threads=2 * WG)
+                        self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, cslot, wg_idx, part * self.G, wg_tid)
+                        if k + 2 < 2 * n_mine:
+                            cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + cslot, number_of_threads=2 * WG)
+                    # Ordinary stores read next by wgmma (the async proxy), from all four warps.
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+                else:
+                    cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
+                self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
+                warpgroup.wait_group(0)
+            self._softmax(acc_s, valid, s_red, t_cs, col_max, col_sum, scale_c, scale_log2, wg_idx, wg_tid)
             t_sp.store(acc_s.load().to(Float16))
             # Ordinary stores read next by wgmma (the async proxy), from all four warps.
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
             self._rescale(acc_o, scale_c)
-            self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
-            warpgroup.wait_group(0)
-            if cutlass.const_expr(not self.consumer_converts):
-                if c + 2 < n_chunks:
-                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + wg_idx, number_of_threads=2 * WG)
+            if cutlass.const_expr(self.register_fed):
+                self._pv_from_raw(s_raw32, s_p, acc_o, slot, j + 2 < n_mine, wg_idx, wg_tid)
+            else:
+                self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
+                warpgroup.wait_group(0)
+                if cutlass.const_expr(not self.consumer_converts):
+                    if c + 2 < n_chunks:
+                        cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + wg_idx, number_of_threads=2 * WG)
 
         self._warpgroup_columns(col_sum, s_red, t_cs, wg_idx, wg_tid, False)
         # Each consumer writes the 256 dims the other one outputs into its own (finished) K/V
@@ -353,8 +430,11 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
                 val = (acc_o[i] * f_mine[k] + s_merge[mt * self.half + r, wg_tid, other] * f_other[k]) * inv[k]
                 coord = t_co[i]
                 head = head_tile * self.H + coord[1]
+                dim = coord[0]
+                if cutlass.const_expr(self.register_fed):
+                    dim = output_dim(coord[0])  # O^T rows are in the V^T fragment order
                 if head < num_heads:
-                    self._store_out(out, row, split, head, coord[0], val)
+                    self._store_out(out, row, split, head, dim, val)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if cutlass.const_expr(w == 0):
                 if wg_tid < 4:
