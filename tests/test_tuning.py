@@ -246,6 +246,15 @@ def test_tokens_as_m_config_rules():
         DecodeKernelConfig(head_tile=16).validate()
     with pytest.raises(ValueError, match="convert='consumer': only with tiling 'tokens_m'"):
         DecodeKernelConfig(convert="consumer").validate()
+    # Register-fed consumers: one 64-token ring slot per chunk, no FP16 K/V tiles, so 32 heads fit 4 slots.
+    rf = DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=4, convert="registers")
+    assert rf.validate() is rf and rf.label() == "t32 st4 w128 rf" and rf.gather_tokens() == 64
+    assert rf.smem_bytes() < DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3).smem_bytes()
+    with pytest.raises(ValueError, match="convert='registers' takes stages=4"):
+        DecodeKernelConfig(**{**rf.to_dict(), "stages": 3}).validate()
+    with pytest.raises(ValueError, match="convert='registers': only with tiling 'tokens_m'"):
+        DecodeKernelConfig(convert="registers").validate()
+    assert fit_to_heads(DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 8}), 24) == rf
 
     assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
     # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
