@@ -51,10 +51,14 @@ class DecodeKernelConfig:
                 raise ValueError(f"head_tile={self.head_tile}: expected one of {TOKENS_M_HEAD_TILES} for tiling 'tokens_m'")
             if self.chunk_tokens != 64:
                 raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 64 for tiling 'tokens_m' (the wgmma M)")
-            if self.stages > 4:
-                raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m'")
-            if self.convert != "producer" and self.stages != 4:
-                raise ValueError(f"stages={self.stages}: convert={self.convert!r} takes stages=4 (two ring slots per consumer)")
+            if self.stages > (6 if self.convert == "registers" else 4):
+                raise ValueError(f"stages={self.stages}: expected 2..4 for tiling 'tokens_m' (6 with convert='registers')")
+            if self.convert == "consumer" and self.stages != 4:
+                raise ValueError(f"stages={self.stages}: convert='consumer' takes stages=4 (two ring slots per consumer)")
+            if self.convert == "registers" and self.stages not in (4, 6):
+                raise ValueError(f"stages={self.stages}: convert='registers' takes stages=4 or 6 (two or three ring slots per consumer)")
+            if self.convert == "registers" and self.stages == 6 and self.id_window:
+                raise ValueError(f"id_window={self.id_window}: six ring slots take id_window=0 (named barrier ids)")
             if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
                 raise ValueError(
                     f"{self}: tiling 'tokens_m' takes kv_buffers=2 (one per consumer), overlap=False, q_in_regs=False"

@@ -43,7 +43,9 @@ OVERLAP = (True, False)
 # than the default at B >= 64 on the H200 (benchmarks/gpu-tests.md, 2026-12-03).
 Q_IN_REGS = (False,)
 ID_WINDOWS = (0, 128)
-TOKENS_M_STAGES = (2, 3, 4)  # 32-token gather stages of the tokens-as-M kernel
+# Ring stages of the tokens-as-M kernel by who converts: 32-token stages (producer, consumer) or
+# 64-token ring slots, two or three per consumer (registers; three take id_window=0).
+TOKENS_M_STAGES = {"producer": (2, 3, 4), "consumer": (4,), "registers": (4, 6)}
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -57,9 +59,9 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
             ok.append(cfg.validate())
         except ValueError as e:
             pruned.append((cfg, str(e)))
-    for t, st, w, cv in itertools.product(TOKENS_M_HEAD_TILES, TOKENS_M_STAGES, ID_WINDOWS, CONVERTS):
-        if cv != "producer" and st != 4:
-            continue  # not a choice: a consumer-converting ring has two slots per consumer
+    tokens_m = [(t, cv, w, st) for t, cv, w in itertools.product(TOKENS_M_HEAD_TILES, CONVERTS, ID_WINDOWS)
+                for st in TOKENS_M_STAGES[cv] if not (cv == "registers" and st == 6 and w)]  # 6 slots: w0 only
+    for t, cv, w, st in tokens_m:
         cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
         try:
             ok.append(cfg.validate())

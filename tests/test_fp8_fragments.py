@@ -65,3 +65,11 @@ def test_unit_swizzle_conflict_free():
                     assert _conflict_free([_addr(16 * kb + 2 * (l % 4) + t, 8 * w + l // 4) for l in lanes])
     # Without the swizzle the V^T pattern is a 4-way conflict (rows are 512 bytes).
     assert not _conflict_free([512 * (2 * (l % 4)) + 16 * (l // 4) for l in range(8)])
+
+
+def test_q_pairs_follow_logical_dim():
+    """The producer stores Q's physical dims 8p..8p+7 as four pairs at logical_dim(8p) + 8k."""
+    for p in range(64):
+        first = logical_dim(8 * p)
+        for e in range(8):
+            assert logical_dim(8 * p + e) == first + 8 * (e // 2) + e % 2

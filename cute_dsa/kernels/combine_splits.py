@@ -36,8 +36,10 @@ class CombineSplitsKernel:
         stream,
     ):
         rows, heads = out.shape[0], out.shape[1]
+        # Programmatic dependent launch: the CTAs start while the decode drains and wait for it
+        # (griddepcontrol.wait) before their first load.
         self.kernel(o_part, lse_part, out, lse).launch(
-            grid=[heads, rows, 1], block=[self.num_threads, 1, 1], stream=stream
+            grid=[heads, rows, 1], block=[self.num_threads, 1, 1], stream=stream, use_pdl=True
         )
 
     @cute.kernel
@@ -46,6 +48,7 @@ class CombineSplitsKernel:
         head, row, _ = cute.arch.block_idx()
         num_splits = o_part.shape[1]  # <= num_threads (DecodeKernelConfig.max_splits)
         smem = SmemAllocator()
+        cute.arch.griddepcontrol_wait()  # the decode's partials are complete and visible
         s_w = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads), byte_alignment=16)
         s_max = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads // 32), byte_alignment=16)
         # One split's LSE per thread: all loads in flight at once, not one per loop trip.

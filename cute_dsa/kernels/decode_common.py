@@ -40,6 +40,9 @@ class DecodeKernelBase:
             # One CTA per SM: ptxas then gives every thread the 168 registers the setmaxnreg
             # split assumes (without it the count is ptxas's choice, and a smaller pool deadlocks).
             min_blocks_per_mp=1,
+            # Programmatic dependent launch: the CTAs start (and stage Q) while the resolve kernel
+            # drains; the producer waits for it (griddepcontrol.wait) before its first row id.
+            use_pdl=True,
         )
 
     @cute.jit

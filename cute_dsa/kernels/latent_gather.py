@@ -36,7 +36,16 @@ BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared mem
 # Raw hand-over (convert=False; the tokens-as-M kernel uses no FULL/EMPTY/XCHG/Q barriers):
 BAR_RAW_FULL = 1  # + ring slot (1..4): the slot's gather landed
 BAR_RAW_EMPTY = 5  # + ring slot (5..8): its consumer converted it
-MAX_RAW_SLOTS = 4
+RAW_SLOTS = (4, 6)  # two or three slots per consumer
+
+
+def tokens_m_barriers(raw_slots: int):
+    """(RAW_FULL base, RAW_EMPTY base, WG base, MERGE) of the tokens-as-M kernel. With six ring
+    slots the hand-over takes ids 1..12, so the consumer barriers move to 13..15 (and there is no
+    id left for BAR_IDS: six slots take id_window=0)."""
+    if raw_slots <= 4:
+        return BAR_RAW_FULL, BAR_RAW_EMPTY, BAR_WG, BAR_MERGE
+    return 1, 1 + raw_slots, 1 + 2 * raw_slots, 3 + 2 * raw_slots
 
 
 class LatentGather:
@@ -60,7 +69,9 @@ class LatentGather:
         self.convert = convert
         self.slots_per_consumer = stages // 2
         if not convert:
-            assert kv_bufs == 2 and stages == MAX_RAW_SLOTS and self.slots_per_consumer % self.R == 0, "whole tiles of ring slots per consumer"
+            assert kv_bufs == 2 and stages in RAW_SLOTS and self.slots_per_consumer % self.R == 0, "whole tiles of ring slots per consumer"
+            assert stages == 4 or id_window == 0, "six ring slots leave no barrier id for the id window"
+        self.bar_raw_full, self.bar_raw_empty = tokens_m_barriers(stages)[:2]
         # True (convert="registers"): the consumers read the raw rows straight into wgmma fragments
         # (fp8_fragments): Q is stored in their dim order and rows with their unit swizzle.
         self.fragment_order = fragment_order
@@ -122,8 +133,10 @@ class LatentGather:
                 g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
                 rq.store(g.load().to(Float16))
             if cutlass.const_expr(self.fragment_order):
-                for e in cutlass.range_constexpr(self.q_vec):
-                    s_q[h, logical_dim(c8 * self.q_vec + e)] = rq[e]
+                # Physical dims 8*c8 + e go in (e // 2)-th pairs to logical_dim(8*c8) + 8 * (e // 2).
+                first = logical_dim(c8 * self.q_vec)
+                for k in cutlass.range_constexpr(self.q_vec // 2):
+                    cute.local_tile(s_q[h, None], (2,), (first // 2 + 4 * k,)).store(cute.local_tile(rq, (2,), (k,)).load())
             else:
                 cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
@@ -164,7 +177,16 @@ class LatentGather:
         )
         c16 = wg_tid % self.pieces_per_row
         tok0 = wg_tid // self.pieces_per_row
-        # The first stage's row ids go out before the Q copy, so their latency hides behind it.
+        # Q first: it does not depend on the resolve kernel, so under programmatic dependent
+        # launch it is staged while that kernel drains; the row ids do.
+        self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(not self.convert):
+            # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
+            cute.arch.fence_proxy("async.shared", space="cta")
+        if cutlass.const_expr(self.signal_q):
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
+        cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
+
         ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
         ids.fill(0)
         win = self.id_window
@@ -182,13 +204,6 @@ class LatentGather:
             else:
                 self._load_ids(ids, phys, row, start + tok0, end, total_rows)
 
-        self._store_q(q, s_q, head_tile, row, wg_tid)
-        if cutlass.const_expr(not self.convert):
-            # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
-            cute.arch.fence_proxy("async.shared", space="cta")
-        if cutlass.const_expr(self.signal_q):
-            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
-
         zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)
         zeros.fill(0)
         n_stages = n_tiles * self.R
@@ -198,7 +213,7 @@ class LatentGather:
                 if cutlass.const_expr(not self.convert):
                     stage, use = self.raw_slot(c)
                     if use >= self.slots_per_consumer:  # the owning consumer is done with what this slot held (4 stages ago)
-                        cute.arch.barrier(barrier_id=BAR_RAW_EMPTY + stage, number_of_threads=self.handoff_threads)
+                        cute.arch.barrier(barrier_id=self.bar_raw_empty + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
                     cpw = win // self.N
                     if c % cpw == 0 and c > 0:
@@ -244,7 +259,7 @@ class LatentGather:
                 if cc >= 0:
                     cute.arch.cp_async_wait_group(self.stages - 1)
                     # Lands 3 stages after its issue, before the slot's next use waits for it (4 stages).
-                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_FULL + self.raw_slot(cc)[0], number_of_threads=self.handoff_threads)
+                    cute.arch.barrier_arrive(barrier_id=self.bar_raw_full + self.raw_slot(cc)[0], number_of_threads=self.handoff_threads)
             else:
                 if cc >= 0:
                     cute.arch.cp_async_wait_group(self.stages - 1)

@@ -99,6 +99,9 @@ class ResolveIndicesKernel:
     ):
         tidx, _, _ = cute.arch.thread_idx()
         row, _, _ = cute.arch.block_idx()
+        # The decode (launched as a programmatic dependent) may start its CTAs now: they stage Q
+        # and wait for this grid (griddepcontrol.wait) before reading `phys`.
+        cute.arch.griddepcontrol_launch_dependents()
         smem = SmemAllocator()
         table = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
         for s in cutlass.range(tidx, self.table_slots, self.num_threads):

@@ -113,6 +113,8 @@ class SparseDecodeKernel(DecodeKernelBase):
         head_tile, split, row = cute.arch.block_idx()
         wg_idx = cute.arch.make_warp_uniform(tidx // WG)
         wg_tid = tidx % WG
+        # The combine kernel (split-KV) may start launching: it waits for this grid to finish.
+        cute.arch.griddepcontrol_launch_dependents()
 
         start, end, n_chunks = self._chunks(phys, split, split_len, self.N)
 

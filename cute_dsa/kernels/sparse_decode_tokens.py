@@ -41,7 +41,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase
 from .fp8_fragments import fill_k_blocks, fill_vt_kblock, output_dim
-from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_MERGE, BAR_RAW_EMPTY, BAR_RAW_FULL, BAR_WG, DIM, WG, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, WG, LatentGather, tokens_m_barriers
 
 M_DIMS = 64  # latent dims per PV wgmma (its M)
 WARPS = WG // 32
@@ -65,6 +65,8 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         # O^T takes 4H registers, so 32 heads get smaller QK buffers and one PV buffer.
         self.qk_blocks = 2 if self.H <= 16 else 1
         self.pv_buffers = 2 if self.H <= 16 else 1
+        self.slots_per_consumer = self.stages // 2  # raw ring slots (convert="consumer"/"registers")
+        self.bar_raw_full, self.bar_raw_empty, self.bar_wg, self.bar_merge = tokens_m_barriers(self.stages)
         self.ncol = self.H // 4  # head columns held by each thread (2 per 8-column block)
         self.half = self.H // 2  # accumulator elements per thread per 64-row tile
         # The consumers hold O^T (4H fp32) and S^T (H/2); the producer gets the rest of the 168 x 384 pool.
@@ -127,6 +129,8 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         head_tile, split, row = cute.arch.block_idx()
         wg_idx = cute.arch.make_warp_uniform(tidx // WG)
         wg_tid = tidx % WG
+        # The combine kernel (split-KV) may start launching: it waits for this grid to finish.
+        cute.arch.griddepcontrol_launch_dependents()
 
         start, end, n_chunks = self._chunks(phys, split, split_len, self.T)
 
@@ -237,7 +241,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             fill_vt_kblock(cute.recast_tensor(frag, Uint32), s_raw32, slot, kb, wg_tid, self.drop != "convert")
             if cutlass.const_expr(kb == self.T // 16 - 1):
                 if release:
-                    cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + slot, number_of_threads=2 * WG)
+                    cute.arch.barrier_arrive(barrier_id=self.bar_raw_empty + slot, number_of_threads=2 * WG)
             warpgroup.fence()
             if cutlass.const_expr(self.drop != "mma"):
                 cute.gemm(mma_pv, acc_o, frag[None, None, 0], t_p[None, None, kb], acc_o)
@@ -260,7 +264,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         if lane < 4:
             for k in cutlass.range_constexpr(self.ncol):
                 s_red[t_cs[(k % 2) + 4 * (k // 2)][1], warp, wg_idx] = vals[k]
-        cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+        cute.arch.barrier(barrier_id=self.bar_wg + wg_idx, number_of_threads=WG)
         for k in cutlass.range_constexpr(self.ncol):
             col = t_cs[(k % 2) + 4 * (k // 2)][1]
             v = s_red[col, 0, wg_idx]
@@ -343,10 +347,11 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             c = wg_idx + 2 * j
             valid = s_valid[None, wg_idx]
             # Register-fed: the chunk's 64 rows sit in one ring slot (LatentGather.raw_slot:
-            # 2w + j % 2), read into fragments twice (K, then V^T) and handed back after the V^T reads.
-            slot = 2 * wg_idx + j % 2
+            # S w + j % S for S slots per consumer), read into fragments twice (K, then V^T) and
+            # handed back after the V^T reads.
+            slot = self.slots_per_consumer * wg_idx + j % self.slots_per_consumer
             if cutlass.const_expr(self.register_fed):
-                cute.arch.barrier(barrier_id=BAR_RAW_FULL + slot, number_of_threads=2 * WG)
+                cute.arch.barrier(barrier_id=self.bar_raw_full + slot, number_of_threads=2 * WG)
                 self._qk_from_raw(s_raw32, s_q, acc_s, slot, wg_tid)
                 valid = s_vring[None, slot]
             else:
@@ -357,13 +362,13 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
                     for part in cutlass.range_constexpr(2):
                         k = 2 * j + part  # this consumer's k-th stage: ring slot 2w + k % 2 (LatentGather.raw_slot)
                         cslot = 2 * wg_idx + part
-                        cute.arch.barrier(barrier_id=BAR_RAW_FULL + cslot, number_of_threads=2 * WG)
+                        cute.arch.barrier(barrier_id=self.bar_raw_full + cslot, number_of_threads=2 * WG)
                         self.gather.convert_stage(s_raw, s_k, s_vring, s_valid, cslot, wg_idx, part * self.G, wg_tid)
                         if k + 2 < 2 * n_mine:
-                            cute.arch.barrier_arrive(barrier_id=BAR_RAW_EMPTY + cslot, number_of_threads=2 * WG)
+                            cute.arch.barrier_arrive(barrier_id=self.bar_raw_empty + cslot, number_of_threads=2 * WG)
                     # Ordinary stores read next by wgmma (the async proxy), from all four warps.
                     cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+                    cute.arch.barrier(barrier_id=self.bar_wg + wg_idx, number_of_threads=WG)
                 else:
                     cute.arch.barrier(barrier_id=BAR_FULL + wg_idx, number_of_threads=2 * WG)
                 self._issue_qk(s_k, s_q, acc_s, wg_tid, wg_idx)
@@ -372,10 +377,10 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             t_sp.store(acc_s.load().to(Float16))
             # Ordinary stores read next by wgmma (the async proxy), from all four warps.
             cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier(barrier_id=BAR_WG + wg_idx, number_of_threads=WG)
+            cute.arch.barrier(barrier_id=self.bar_wg + wg_idx, number_of_threads=WG)
             self._rescale(acc_o, scale_c)
             if cutlass.const_expr(self.register_fed):
-                self._pv_from_raw(s_raw32, s_p, acc_o, slot, j + 2 < n_mine, wg_idx, wg_tid)
+                self._pv_from_raw(s_raw32, s_p, acc_o, slot, j + self.slots_per_consumer < n_mine, wg_idx, wg_tid)
             else:
                 self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
                 warpgroup.wait_group(0)
@@ -406,7 +411,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
                 col = t_cs[(k % 2) + 4 * (k // 2)][1]
                 s_stat[col, 0, w] = col_max[k]
                 s_stat[col, 1, w] = col_sum[k]
-        cute.arch.barrier(barrier_id=BAR_MERGE, number_of_threads=2 * WG)
+        cute.arch.barrier(barrier_id=self.bar_merge, number_of_threads=2 * WG)
 
         f_mine = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
         f_other = cute.make_rmem_tensor(cute.make_layout(self.ncol), Float32)
