@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# One device call: re-tune the B >= 32 buckets up to 32 heads with every tokens-as-M config (now
+# with register-fed consumers, 2 or 3 ring slots each; the B <= 8 buckets keep their entries),
+# merged into tuning/NVIDIA_H200.yaml, then the whole issue-3 grid next to FlashMLA. Outputs in $OUT.
+set -o pipefail
+source .carry/bootstrap.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+rm -f tuning/NVIDIA_H200.yaml.progress.jsonl
+timeout 200 python -m cute_dsa tune --tiling tokens_m --heads 8,16,32 --batch 32,64,128,256 --watchdog 60 > "$OUT/tune.log" 2>&1
+echo "tune rc=$?"; tail -2 "$OUT/tune.log"
+cp tuning/NVIDIA_H200.yaml "$OUT/NVIDIA_H200.yaml"; cp tuning/NVIDIA_H200.yaml.progress.jsonl "$OUT/tune.jsonl"
+python -m cute_dsa tune --report --tiling tokens_m --heads 8,16,32 --batch 32,64,128,256 --progress tuning/NVIDIA_H200.yaml.progress.jsonl | tail -2
+timeout 250 python -m cute_dsa bench --no-torch --iters 10 --json "$OUT/grid.json" > "$OUT/grid.log" 2>&1
+echo "bench rc=$?"; grep -v "^\[\|Warn\|choice =" "$OUT/grid.log" | tail -4
