@@ -10,6 +10,10 @@ from .kernel_config import SMEM_LIMIT, TOKENS_M_HEAD_TILES, DecodeKernelConfig
 
 NUM_SMS_H200 = 132
 MIN_CHUNKS_PER_SPLIT = 2  # fewer and the per-CTA prologue (Q load) dominates
+# From this many query rows up, register-fed consumers (8 and 16 heads) beat consumer-side
+# conversion: 1.00-1.27x in the H200 sweep at 64-256 rows, within 5% either way at 32 and slower
+# at 8 and below, where a CTA has too few chunks to hide the longer per-chunk chain.
+REGISTER_FED_MIN_ROWS = 64
 
 
 def tokens_m_tile(heads: int) -> Optional[int]:
@@ -19,12 +23,15 @@ def tokens_m_tile(heads: int) -> Optional[int]:
 
 def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
     """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
-    the H200), with the consumers converting where the ring fits (8 and 16 heads); heads as M above."""
+    the H200): for 8 and 16 heads register-fed consumers from REGISTER_FED_MIN_ROWS rows up and
+    consumer-side conversion below; 32 heads producer-converted (its register-fed O^T leaves one
+    fragment buffer, slower in every bucket); heads as M above."""
     tile = tokens_m_tile(problem.num_heads)
     if tile is None:
         return DecodeKernelConfig()
     if tile <= 16:
-        return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="consumer")
+        convert = "registers" if problem.num_rows >= REGISTER_FED_MIN_ROWS else "consumer"
+        return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert=convert)
     return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=3)
 
 
@@ -38,6 +45,8 @@ def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
     if tile is None:
         return DecodeKernelConfig()
     fitted = replace(config, head_tile=tile)
+    if tile == 32 and config.convert == "registers":  # 32 heads register-fed: slower in every bucket
+        fitted = replace(fitted, stages=3, convert="producer", id_window=config.id_window or 128)
     if fitted.smem_bytes() > SMEM_LIMIT:  # the larger tile needs the shared memory of a ring slot
         fitted = replace(fitted, stages=fitted.stages - 1, convert="producer")
     return fitted.validate()

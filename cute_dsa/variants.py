@@ -62,9 +62,12 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         from .tune import config_space
 
         default = DecodeKernelConfig()
-        # The heuristic's configs (heads as M, and tokens as M for 8, 16 and 32 heads) with every
-        # flag; every other tunable config direct and split.
-        defaults = [default] + [default_config(SimpleNamespace(num_heads=h)) for h in (8, 16, 32)]
+        # The heuristic's configs (heads as M, and tokens as M for 8, 16 and 32 heads at small and
+        # large batch) with every flag; every other tunable config direct and split.
+        defaults = [default]
+        for h, rows in itertools.product((8, 16, 32), (8, 256)):  # small and large batch choices
+            cfg = default_config(SimpleNamespace(num_heads=h, num_rows=rows))
+            defaults += [cfg] if cfg not in defaults else []
         decodes = decode_variants(defaults) + decode_variants([c for c in config_space()[0] if c not in defaults], all_flags=False)
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]

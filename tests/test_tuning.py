@@ -254,7 +254,13 @@ def test_tokens_as_m_config_rules():
         DecodeKernelConfig(**{**rf.to_dict(), "stages": 3}).validate()
     with pytest.raises(ValueError, match="convert='registers': only with tiling 'tokens_m'"):
         DecodeKernelConfig(convert="registers").validate()
-    assert fit_to_heads(DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 8}), 24) == rf
+    rf8 = DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 8})
+    assert fit_to_heads(rf8, 12) == DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 16})
+    # 32 heads are slower register-fed (one fragment buffer next to the 32-head O^T): producer-converted.
+    assert fit_to_heads(rf8, 24).label() == "t32 st3 w128"
+    assert default_config(_problem(rows=64, heads=8)).label() == "t8 st4 w128 rf"
+    assert default_config(_problem(rows=63, heads=8)).label() == "t8 st4 w128 cc"
+    assert default_config(_problem(rows=256, heads=32)).label() == "t32 st3 w128"
 
     assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
     # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
