@@ -29,6 +29,9 @@ class DecodeKernelConfig:
     convert: str = "producer"
     overlap: bool = False  # issue QK of chunk c+1 before PV of chunk c (softmax hides under PV)
     q_in_regs: bool = False  # Q as the register A operand of QK (read from smem once, not per chunk)
+    # Register-fed only: read the chunk's V^T rows into registers right after QK and hand the ring
+    # slot back before the softmax, so the producer refills it a softmax + PV earlier.
+    release_early: bool = False
     id_window: int = 128  # 0: each chunk's row ids are loaded one chunk ahead; W: W ids at a time, a window ahead
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
@@ -39,6 +42,8 @@ class DecodeKernelConfig:
             raise ValueError(f"convert={self.convert!r}: expected one of {CONVERTS}")
         if self.convert != "producer" and self.tiling != "tokens_m":
             raise ValueError(f"convert={self.convert!r}: only with tiling 'tokens_m'")
+        if self.release_early and self.convert != "registers":
+            raise ValueError(f"release_early=True: only with convert='registers' (convert={self.convert!r})")
         if self.gather not in GATHERS:
             raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
         if self.tiling == "heads_m":
@@ -57,6 +62,8 @@ class DecodeKernelConfig:
                 raise ValueError(f"stages={self.stages}: convert='consumer' takes stages=4 (two ring slots per consumer)")
             if self.convert == "registers" and self.stages not in (4, 6):
                 raise ValueError(f"stages={self.stages}: convert='registers' takes stages=4 or 6 (two or three ring slots per consumer)")
+            if self.release_early and self.head_tile > 16:
+                raise ValueError(f"head_tile={self.head_tile}: release_early takes 8 or 16 heads (the held rows next to a 32-head O^T spill)")
             if self.convert == "registers" and self.stages == 6 and self.id_window:
                 raise ValueError(f"id_window={self.id_window}: six ring slots take id_window=0 (named barrier ids)")
             if self.kv_buffers != 2 or self.overlap or self.q_in_regs:
@@ -110,7 +117,7 @@ class DecodeKernelConfig:
         """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr'); tokens as M:
         't16 st3 w128' (16 heads per CTA)."""
         if self.tiling == "tokens_m":
-            conv = {"producer": "", "consumer": " cc", "registers": " rf"}[self.convert]
+            conv = {"producer": "", "consumer": " cc", "registers": " rf"}[self.convert] + (" re" if self.release_early else "")
             return f"t{self.head_tile} st{self.stages} w{self.id_window}{conv}"
         return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
                 f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")

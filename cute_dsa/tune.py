@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .grid_args import add_grid_args, int_list
@@ -63,10 +63,13 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
                 for st in TOKENS_M_STAGES[cv] if not (cv == "registers" and st == 6 and w)]  # 6 slots: w0 only
     for t, cv, w, st in tokens_m:
         cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
-        try:
-            ok.append(cfg.validate())
-        except ValueError as e:
-            pruned.append((cfg, str(e)))
+        # Register-fed with two slots per consumer also with the slot handed back before the softmax.
+        early = [replace(cfg, release_early=True)] if cv == "registers" and st == 4 and t <= 16 else []
+        for c in [cfg] + early:
+            try:
+                ok.append(c.validate())
+            except ValueError as e:
+                pruned.append((c, str(e)))
     return ok, pruned
 
 

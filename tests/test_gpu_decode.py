@@ -230,11 +230,13 @@ def test_id_window_prefetch(cfg):
 
 
 TOKENS_M_CONFIGS = [
-    cute_dsa.DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
+    cute_dsa.DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv.split()[0],
+                                release_early=cv == "registers early")
     for t, st, w, cv in [(8, 2, 128, "producer"), (16, 3, 128, "producer"), (32, 3, 128, "producer"), (32, 2, 0, "producer"),
                          (8, 4, 128, "consumer"), (16, 4, 0, "consumer"), (16, 4, 128, "consumer"),
                          (8, 4, 128, "registers"), (16, 4, 0, "registers"), (16, 4, 128, "registers"), (32, 4, 128, "registers"),
-                         (8, 6, 0, "registers"), (16, 6, 0, "registers")]
+                         (8, 6, 0, "registers"), (16, 6, 0, "registers"),
+                         (8, 4, 128, "registers early"), (16, 4, 0, "registers early")]
 ]
 
 

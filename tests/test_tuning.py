@@ -255,6 +255,11 @@ def test_tokens_as_m_config_rules():
     with pytest.raises(ValueError, match="convert='registers': only with tiling 'tokens_m'"):
         DecodeKernelConfig(convert="registers").validate()
     rf8 = DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 8})
+    assert DecodeKernelConfig(**{**rf8.to_dict(), "release_early": True}).validate().label() == "t8 st4 w128 rf re"
+    with pytest.raises(ValueError, match="release_early takes 8 or 16 heads"):
+        DecodeKernelConfig(**{**rf.to_dict(), "release_early": True}).validate()
+    with pytest.raises(ValueError, match="release_early=True: only with convert='registers'"):
+        DecodeKernelConfig(release_early=True).validate()
     assert fit_to_heads(rf8, 12) == DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 16})
     # 32 heads are slower register-fed (one fragment buffer next to the 32-head O^T): producer-converted.
     assert fit_to_heads(rf8, 24).label() == "t32 st3 w128"

@@ -111,16 +111,20 @@ def fill_k_blocks(frag32, s_raw32, slot, blk0, nblk: cutlass.Constexpr, wg_tid, 
 
 
 @cute.jit
-def fill_vt_kblock(frag32, s_raw32, slot, kb, wg_tid, convert: cutlass.Constexpr = True):
-    """V^T fragments of tokens [16kb, 16kb + 16) for all 8 m-tiles of 64 dims into `frag32`, the
-    Uint32 view of an A fragment ((2,2,2), 8, 1)."""
+def load_vt_kblock(s_raw32, slot, kb, wg_tid):
+    """The raw rows a thread needs for the V^T fragments of tokens [16kb, 16kb + 16): its 16-byte
+    unit of tokens 2c, 2c+1, 2c+8, 2c+9 (four 128-bit loads)."""
     lane = wg_tid % 32
     unit = 8 * (wg_tid // 32) + lane // 4
     t0 = 16 * kb + 2 * (lane % 4)
-    a0 = load_unit(s_raw32, t0, unit, slot)
-    a1 = load_unit(s_raw32, t0 + 1, unit, slot)
-    b0 = load_unit(s_raw32, t0 + 8, unit, slot)
-    b1 = load_unit(s_raw32, t0 + 9, unit, slot)
+    return [load_unit(s_raw32, t0 + t, unit, slot) for t in (0, 1, 8, 9)]
+
+
+@cute.jit
+def convert_vt_kblock(frag32, units, convert: cutlass.Constexpr = True):
+    """`load_vt_kblock`'s units -> V^T fragments of all 8 m-tiles of 64 dims in `frag32`, the
+    Uint32 view of an A fragment ((2,2,2), 8, 1)."""
+    a0, a1, b0, b1 = units
     for mt in cutlass.range_constexpr(8):
         wi = mt // 2
         byte = 2 * (mt % 2)

@@ -40,7 +40,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase
-from .fp8_fragments import fill_k_blocks, fill_vt_kblock, output_dim
+from .fp8_fragments import convert_vt_kblock, fill_k_blocks, load_vt_kblock, output_dim
 from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, WG, LatentGather, tokens_m_barriers
 
 M_DIMS = 64  # latent dims per PV wgmma (its M)
@@ -65,6 +65,9 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         # O^T takes 4H registers, so 32 heads get smaller QK buffers and one PV buffer.
         self.qk_blocks = 2 if self.H <= 16 else 1
         self.pv_buffers = 2 if self.H <= 16 else 1
+        self.release_early = cfg.release_early
+        if self.release_early:
+            self.pv_buffers = 1  # the raw rows are in registers: converting a k-block waits on no load
         self.slots_per_consumer = self.stages // 2  # raw ring slots (convert="consumer"/"registers")
         self.bar_raw_full, self.bar_raw_empty, self.bar_wg, self.bar_merge = tokens_m_barriers(self.stages)
         self.ncol = self.H // 4  # head columns held by each thread (2 per 8-column block)
@@ -226,9 +229,10 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         warpgroup.wait_group(0)
 
     @cute.jit
-    def _pv_from_raw(self, s_raw32, s_p, acc_o, slot, release, wg_idx, wg_tid):
+    def _pv_from_raw(self, s_raw32, s_p, acc_o, slot, release, wg_idx, wg_tid, held):
         """O^T += V^T P^T with V^T converted from ring slot `slot` into A fragments, one 16-token
-        k-block (all 8 m-tiles) per buffer. The slot is handed back (`release`) once read. Waited."""
+        k-block (all 8 m-tiles) per buffer. The slot is handed back (`release`) once read. With
+        release_early the raw rows were read before the softmax (`held`, per k-block). Waited."""
         mma_pv = self._mmas()[1]
         thr = mma_pv.get_slice(wg_tid)
         t_p = thr.make_fragment_B(thr.partition_B(s_p[None, None, wg_idx]))
@@ -238,8 +242,9 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             frag = frags[kb % self.pv_buffers]
             if cutlass.const_expr(kb >= self.pv_buffers):
                 warpgroup.wait_group(self.pv_buffers - 1)
-            fill_vt_kblock(cute.recast_tensor(frag, Uint32), s_raw32, slot, kb, wg_tid, self.drop != "convert")
-            if cutlass.const_expr(kb == self.T // 16 - 1):
+            units = held[kb] if cutlass.const_expr(self.release_early) else load_vt_kblock(s_raw32, slot, kb, wg_tid)
+            convert_vt_kblock(cute.recast_tensor(frag, Uint32), units, self.drop != "convert")
+            if cutlass.const_expr(kb == self.T // 16 - 1 and not self.release_early):
                 if release:
                     cute.arch.barrier_arrive(barrier_id=self.bar_raw_empty + slot, number_of_threads=2 * WG)
             warpgroup.fence()
@@ -281,7 +286,12 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         cmax.fill(-Float32.inf)
         for i in cutlass.range_constexpr(cute.size(acc_s)):
             v = acc_s[i] * scale_log2
-            if valid[t_cs[i][0]] == 0:
+            flag = Int32(0)
+            if cutlass.const_expr(self.release_early):
+                flag = valid[(i // 2) % 2]  # the thread's two rows' flags (row half of element i)
+            else:
+                flag = valid[t_cs[i][0]]
+            if flag == 0:
                 v = -Float32.inf
             acc_s[i] = v
             cmax[self._slot(i)] = cute.arch.fmax(cmax[self._slot(i)], v)
@@ -346,6 +356,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         for j in cutlass.range(n_mine, unroll=1):
             c = wg_idx + 2 * j
             valid = s_valid[None, wg_idx]
+            held = None  # release_early: the chunk's raw V^T rows, read before the softmax
             # Register-fed: the chunk's 64 rows sit in one ring slot (LatentGather.raw_slot:
             # S w + j % S for S slots per consumer), read into fragments twice (K, then V^T) and
             # handed back after the V^T reads.
@@ -354,6 +365,15 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
                 cute.arch.barrier(barrier_id=self.bar_raw_full + slot, number_of_threads=2 * WG)
                 self._qk_from_raw(s_raw32, s_q, acc_s, slot, wg_tid)
                 valid = s_vring[None, slot]
+                if cutlass.const_expr(self.release_early):
+                    # Everything this chunk still needs from the slot, into registers: the V^T rows
+                    # and the valid flags of the thread's two score rows; then the slot goes back.
+                    held = [load_vt_kblock(s_raw32, slot, kb, wg_tid) for kb in range(self.T // 16)]
+                    valid = cute.make_rmem_tensor(cute.make_layout(2), Int32)
+                    for rh in cutlass.range_constexpr(2):
+                        valid[rh] = s_vring[16 * (wg_tid // 32) + (wg_tid % 32) // 4 + 8 * rh, slot]
+                    if j + self.slots_per_consumer < n_mine:
+                        cute.arch.barrier_arrive(barrier_id=self.bar_raw_empty + slot, number_of_threads=2 * WG)
             else:
                 if cutlass.const_expr(self.consumer_converts):
                     # This chunk's two raw stages -> this consumer's FP16 K/V tile, each ring slot handed
@@ -380,7 +400,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             cute.arch.barrier(barrier_id=self.bar_wg + wg_idx, number_of_threads=WG)
             self._rescale(acc_o, scale_c)
             if cutlass.const_expr(self.register_fed):
-                self._pv_from_raw(s_raw32, s_p, acc_o, slot, j + self.slots_per_consumer < n_mine, wg_idx, wg_tid)
+                self._pv_from_raw(s_raw32, s_p, acc_o, slot, j + self.slots_per_consumer < n_mine, wg_idx, wg_tid, held)
             else:
                 self._issue_pv(s_v, s_p, acc_o, wg_tid, wg_idx)
                 warpgroup.wait_group(0)
