@@ -9,6 +9,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32
 
+from .latent_gather import WG
+
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 
@@ -44,6 +46,19 @@ class DecodeKernelBase:
             # drains; the producer waits for it (griddepcontrol.wait) before its first row id.
             use_pdl=True,
         )
+
+    @cute.jit
+    def _cta(self, phys, split_len, chunk_tokens: cutlass.Constexpr):
+        """The kernel prologue both tilings share: (head tile, split, row, warpgroup, thread in the
+        warpgroup, start, end, n_chunks). It also lets the dependent launch (the split-KV combine,
+        which waits for this grid to finish) start."""
+        tidx, _, _ = cute.arch.thread_idx()
+        head_tile, split, row = cute.arch.block_idx()
+        wg_idx = cute.arch.make_warp_uniform(tidx // WG)
+        wg_tid = tidx % WG
+        cute.arch.griddepcontrol_launch_dependents()
+        start, end, n_chunks = self._chunks(phys, split, split_len, chunk_tokens)
+        return head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks
 
     @cute.jit
     def _chunks(self, phys, split, split_len, chunk_tokens: cutlass.Constexpr):

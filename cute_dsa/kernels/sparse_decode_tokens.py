@@ -128,14 +128,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         lse: cute.Tensor,
         split_len: Int32,
     ):
-        tidx, _, _ = cute.arch.thread_idx()
-        head_tile, split, row = cute.arch.block_idx()
-        wg_idx = cute.arch.make_warp_uniform(tidx // WG)
-        wg_tid = tidx % WG
-        # The combine kernel (split-KV) may start launching: it waits for this grid to finish.
-        cute.arch.griddepcontrol_launch_dependents()
-
-        start, end, n_chunks = self._chunks(phys, split, split_len, self.T)
+        head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.T)
 
         s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
         smem = SmemAllocator()
