@@ -117,10 +117,15 @@ class DecodeKernelConfig:
         """Short name used in tables and logs, e.g. 'n32 st2 kv2 w128' (+ ' ov', ' qr'); tokens as M:
         't16 st3 w128' (16 heads per CTA)."""
         if self.tiling == "tokens_m":
-            conv = {"producer": "", "consumer": " cc", "registers": " rf"}[self.convert] + (" re" if self.release_early else "")
-            return f"t{self.head_tile} st{self.stages} w{self.id_window}{conv}"
-        return (f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}"
-                f"{' ov' if self.overlap else ''}{' qr' if self.q_in_regs else ''}")
+            return f"t{self.head_tile} st{self.stages} w{self.id_window}" + "".join(" " + t for t in self.tags())
+        return f"n{self.chunk_tokens} st{self.stages} kv{self.kv_buffers} w{self.id_window}" + "".join(" " + t for t in self.tags())
+
+    def tags(self) -> list:
+        """Short tags of the non-default switches, in labels and variant names: 'ov' overlap, 'qr'
+        Q in registers, 'cc' consumers convert, 'rf' register-fed, 're' release_early."""
+        conv = {"producer": None, "consumer": "cc", "registers": "rf"}[self.convert]
+        flags = [(self.overlap, "ov"), (self.q_in_regs, "qr"), (conv is not None, conv), (self.release_early, "re")]
+        return [t for on, t in flags if on]
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -26,7 +26,7 @@ def decode_variant_name(v: DecodeVariant) -> str:
     c = v.config
     return (
         f"decode_{c.tiling}_m{c.head_tile}_n{c.chunk_tokens}_st{c.stages}_kv{c.kv_buffers}_w{c.id_window}_{c.gather}"
-        f"{'_ov' if c.overlap else ''}{'_qr' if c.q_in_regs else ''}{dict(producer='', consumer='_cc', registers='_rf')[c.convert]}{'_re' if c.release_early else ''}{'_flat' if v.flat_cache else ''}"
+        f"{''.join('_' + t for t in c.tags())}{'_flat' if v.flat_cache else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
         f"{'_drop_' + v.drop if v.drop else ''}"
