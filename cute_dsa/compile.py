@@ -86,6 +86,7 @@ def build_decode(variant: DecodeVariant, dump=None):
     import cutlass.cute as cute
 
     from .kernels.sparse_decode import SparseDecodeKernel
+    from .kernels.sparse_decode_shared_p import SharedPDecodeKernel
     from .kernels.sparse_decode_tokens import SparseDecodeTokensKernel
 
     rows, heads, width, splits = _sym(), _sym(), _sym(), _sym()
@@ -104,7 +105,9 @@ def build_decode(variant: DecodeVariant, dump=None):
     else:
         out = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
         lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
-    kernel = (SparseDecodeTokensKernel if variant.config.tiling == "tokens_m" else SparseDecodeKernel)(variant)
+    cfg = variant.config
+    kernel_class = SparseDecodeTokensKernel if cfg.tiling == "tokens_m" else SharedPDecodeKernel if cfg.scores == "one" else SparseDecodeKernel
+    kernel = kernel_class(variant)
     i32 = cutlass.Int32
     return _compile(kernel, q, cache, phys, k_scale, v_scale, f32(1.0), out, lse, i32(32), i32(1), _stream(), dump=dump)
 

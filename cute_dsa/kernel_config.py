@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 
 TILINGS = ("heads_m", "tokens_m")
-GATHERS = ("cp_async",)
+GATHERS = ("cp_async", "ld_global")
+SCORES = ("split", "one")
+LOAD_GROUP_TOKENS = 16  # tokens per register set of the ld_global producer (four 16-byte loads a thread)
 CONVERTS = ("producer", "consumer", "registers")
 TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
 GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
@@ -22,7 +24,15 @@ class DecodeKernelConfig:
     # (benchmarks/runs/2026-12-03-tune.jsonl); the analytical fallback uses it for every shape.
     stages: int = 2  # depth of the raw FP8 gather ring (tokens_m: stages of 32 tokens)
     kv_buffers: int = 2  # converted 16-bit K/V tiles; 3 lets the conversion run ahead of the MMAs
-    gather: str = "cp_async"  # 16-byte cp.async per piece of a row
+    # How the producer gathers, heads as M: "cp_async" (16-byte copies into a raw FP8 ring, then
+    # converted into the K/V tile) or "ld_global" (16-byte loads into registers, `stages` sets of
+    # 16 tokens in flight, converted and stored straight into the K/V tile: no raw ring, which
+    # frees the shared memory for 64-token tiles and halves the producer's shared-memory traffic).
+    gather: str = "cp_async"
+    # Heads as M: who computes the scores. "split": each consumer over its half of the dims, the
+    # partial scores exchanged through shared memory. "one": consumer 0 over all 512 dims; it
+    # shares P (and the rescale factors) with consumer 1 through shared memory (FlashMLA's split).
+    scores: str = "split"
     # Who turns FP8 into FP16: "producer" (into the K/V tiles, handed over per tile) or, tokens as M
     # only, "consumer" (the producer only gathers; each consumer converts its own chunk) or
     # "registers" (the consumers convert raw rows straight into wgmma A fragments: no K/V tiles).
@@ -46,6 +56,17 @@ class DecodeKernelConfig:
             raise ValueError(f"release_early=True: only with convert='registers' (convert={self.convert!r})")
         if self.gather not in GATHERS:
             raise ValueError(f"gather={self.gather!r}: expected one of {GATHERS}")
+        if self.scores not in SCORES:
+            raise ValueError(f"scores={self.scores!r}: expected one of {SCORES}")
+        if self.tiling == "tokens_m" and (self.gather, self.scores) != ("cp_async", "split"):
+            raise ValueError(f"gather={self.gather!r}, scores={self.scores!r}: tiling 'tokens_m' takes gather='cp_async', scores='split'")
+        if self.gather == "ld_global" and not 2 <= self.stages <= self.max_load_sets():
+            raise ValueError(
+                f"stages={self.stages}: gather='ld_global' keeps 2..{self.max_load_sets()} register sets of "
+                f"{LOAD_GROUP_TOKENS} tokens in flight (producer registers, scores={self.scores!r})"
+            )
+        if self.scores == "one" and (self.overlap or self.q_in_regs):
+            raise ValueError(f"{self}: scores='one' takes overlap=False, q_in_regs=False")
         if self.tiling == "heads_m":
             if self.head_tile != 64:
                 raise ValueError(f"head_tile={self.head_tile}: expected 64 for tiling 'heads_m'")
@@ -92,8 +113,15 @@ class DecodeKernelConfig:
             )
         return self
 
+    def max_load_sets(self) -> int:
+        """Register sets the ld_global producer can keep in flight: 16 registers each, next to the
+        addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets."""
+        return 4 if self.scores == "one" else 2
+
     def gather_tokens(self) -> int:
-        """Tokens per stage of the raw gather ring."""
+        """Tokens per stage of the raw gather ring (ld_global: per register set)."""
+        if self.gather == "ld_global":
+            return LOAD_GROUP_TOKENS
         if self.tiling == "tokens_m":
             # Register-fed consumers read a whole chunk from one ring slot.
             return self.chunk_tokens if self.convert == "registers" else GATHER_TOKENS_TOKENS_M
@@ -104,12 +132,14 @@ class DecodeKernelConfig:
         k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
         if self.convert == "registers":
             k = 0  # none: the raw ring slots also hold the end-of-loop merge
-        raw = self.stages * self.gather_tokens() * 512
-        if self.tiling == "heads_m":
+        raw = 0 if self.gather == "ld_global" else self.stages * self.gather_tokens() * 512
+        if self.scores == "one":
+            xchg = 2 * self.head_tile * self.chunk_tokens * 2 + 2 * self.head_tile * 4 + self.head_tile * 4  # P, rescale factors, 1/sum
+        elif self.tiling == "heads_m":
             xchg = 2 * 2 * self.head_tile * self.chunk_tokens * 4  # fp32 partial scores, per consumer, per buffer
         else:  # P^T per consumer, the column reductions and per-head statistics
             xchg = 2 * self.head_tile * self.chunk_tokens * 2 + self.head_tile * 4 * 2 * 4 + self.head_tile * 2 * 2 * 4
-        valid = self.kv_buffers * self.chunk_tokens * 4 + self.stages * self.gather_tokens() * 4  # per K/V buffer and per ring stage
+        valid = self.kv_buffers * self.chunk_tokens * 4 + (0 if self.gather == "ld_global" else self.stages * self.gather_tokens() * 4)  # per K/V buffer and per ring stage
         ids = 2 * max(self.id_window, 1) * 4  # two windows of row ids
         return q + k + raw + xchg + valid + ids + 1024  # + alignment slack
 
@@ -122,9 +152,11 @@ class DecodeKernelConfig:
 
     def tags(self) -> list:
         """Short tags of the non-default switches, in labels and variant names: 'ov' overlap, 'qr'
-        Q in registers, 'cc' consumers convert, 'rf' register-fed, 're' release_early."""
+        Q in registers, 'cc' consumers convert, 'rf' register-fed, 're' release_early, 'lg' ld_global
+        gather, 's1' one consumer scores."""
         conv = {"producer": None, "consumer": "cc", "registers": "rf"}[self.convert]
-        flags = [(self.overlap, "ov"), (self.q_in_regs, "qr"), (conv is not None, conv), (self.release_early, "re")]
+        flags = [(self.overlap, "ov"), (self.q_in_regs, "qr"), (conv is not None, conv), (self.release_early, "re"),
+                 (self.gather == "ld_global", "lg"), (self.scores == "one", "s1")]
         return [t for on, t in flags if on]
 
     def to_dict(self) -> dict:

@@ -195,9 +195,7 @@ def test_cuda_graph_capture():
 
 
 def _config_id(cfg):
-    if cfg.tiling == "tokens_m":
-        return cfg.label().replace(" ", "-")
-    return f"n{cfg.chunk_tokens}-st{cfg.stages}-kv{cfg.kv_buffers}-w{cfg.id_window}-{'ov' if cfg.overlap else 'seq'}"
+    return cfg.label().replace(" ", "-")
 
 
 @pytest.mark.parametrize("cfg", config_space()[0], ids=_config_id)
@@ -253,4 +251,30 @@ def test_tokens_as_m(cfg, heads):
     short = make_inputs(2, heads, 63, seed=heads, device="cuda")  # one chunk, consumer 1 idle
     _run_and_check(short, config=cfg, num_splits=1)
     odd = make_inputs(2, heads, 3 * 64 + 5, block_size=16, token_bytes=656, seed=heads + 1, device="cuda")
+    _run_and_check(odd, config=cfg, num_splits=1)
+
+
+HEADS_M_CONFIGS = [
+    cute_dsa.DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, id_window=w, gather=g, scores=sc, overlap=ov)
+    for n, st, kv, w, g, sc, ov in [
+        (64, 4, 2, 128, "ld_global", "one", False), (64, 2, 2, 0, "ld_global", "one", False),
+        (32, 3, 3, 128, "ld_global", "one", False), (32, 4, 2, 128, "cp_async", "one", False),
+        (32, 2, 2, 128, "ld_global", "split", False), (32, 2, 3, 0, "ld_global", "split", True),
+    ]
+]
+
+
+@pytest.mark.parametrize("cfg", HEADS_M_CONFIGS, ids=_config_id)
+@pytest.mark.parametrize("heads", [5, 64, 100, 128])
+def test_heads_as_m(cfg, heads):
+    """Heads as M with the ld_global producer and/or one scoring consumer: one head tile, a padded
+    one, two tiles; splits, holes, duplicates, bad blocks and an empty row; one chunk and an odd
+    number of chunks with small blocks."""
+    inp = make_inputs(3, heads, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
+                      seed=heads * 5 + cfg.chunk_tokens, device="cuda", k_scale=0.8, v_scale=1.2)
+    _run_and_check(inp, config=cfg, num_splits=1)
+    _run_and_check(inp, config=cfg, num_splits=5)
+    short = make_inputs(2, heads, 40, seed=heads, device="cuda")
+    _run_and_check(short, config=cfg, num_splits=1)
+    odd = make_inputs(2, heads, 5 * 64 + 7, block_size=16, token_bytes=656, seed=heads + 1, device="cuda")
     _run_and_check(odd, config=cfg, num_splits=1)

@@ -33,6 +33,10 @@ BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in reg
 BAR_IDS = 10  # producer only: a window of row ids is in shared memory
 BAR_WG = 11  # tokens-as-M: + consumer (11, 12), the warps of one consumer warpgroup
 BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared memory
+# Heads as M with scores="one" (no score exchange: ids 7, 8 are free; 11..13 are tokens-as-M ids):
+BAR_P_FULL = 7  # + P buffer (7, 8): consumer 0 wrote P and the rescale factors of a chunk
+BAR_P_EMPTY = 11  # + P buffer (11, 12): consumer 1 is done with them
+BAR_FIN = 13  # consumer 0 wrote the rows' output factors
 # Raw hand-over (convert=False; the tokens-as-M kernel uses no FULL/EMPTY/XCHG/Q barriers):
 BAR_RAW_FULL = 1  # + ring slot (1..4): the slot's gather landed
 BAR_RAW_EMPTY = 5  # + ring slot (5..8): its consumer converted it
@@ -141,6 +145,55 @@ class LatentGather:
                 cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
+    def _first_ids(self, phys, s_ids, row, start, end, tok0, wg_tid, total_rows):
+        """(ids, pend): the first stage's row ids in registers (id_window 0), or the first id window
+        in shared memory and the second one's loads in flight in `pend`."""
+        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+        ids.fill(0)
+        win = self.id_window
+        pend = cute.make_rmem_tensor(cute.make_layout(max(win // WG, 1)), Int32)
+        pend.fill(0)
+        if cutlass.const_expr(self.drop != "gather"):
+            if cutlass.const_expr(win > 0):
+                # Ids of whole windows of W positions, double-buffered in shared memory: window
+                # k+1's loads are issued when window k starts, so their latency hides behind W/N
+                # stages instead of one.
+                self._load_window(pend, phys, row, start, Int32(0), wg_tid, total_rows)
+                self._store_window(pend, s_ids, Int32(0), wg_tid)
+                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                self._load_window(pend, phys, row, start, Int32(1), wg_tid, total_rows)
+            else:
+                self._load_ids(ids, phys, row, start + tok0, end, total_rows)
+        return ids, pend
+
+    @cute.jit
+    def _stage_ids(self, ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows):
+        """With an id window: stage c's row ids from shared memory into `ids` (-1 at or past
+        `end`), first switching windows when stage c starts one."""
+        cpw = self.id_window // self.N
+        if c % cpw == 0 and c > 0:
+            # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
+            # which every producer thread finished reading before window k-1 began.
+            k = c // cpw
+            self._store_window(pend, s_ids, k % 2, wg_tid)
+            cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+            self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
+        id_slot = (c // cpw) % 2  # which of the two id windows, and where this stage starts in it
+        id_base = (c % cpw) * self.N
+        # All of this stage's ids first (independent shared loads), then the copies.
+        for i in cutlass.range_constexpr(self.row_passes):
+            tok = tok0 + self.rows_per_pass * i
+            ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
+
+    @cute.jit
+    def _row_bytes(self, cache, ph, block_size):
+        """The cache bytes of physical row `ph`."""
+        if cutlass.const_expr(self.flat_cache):
+            return cache[ph, None]  # blocks back to back: the row id is the row
+        blk = ph // block_size
+        return cache[blk, ph - blk * block_size, None]
+
+    @cute.jit
     def raw_slot(self, s):
         """(ring slot, use count) of gather stage s when consumers own their slots: tile s // R goes
         to consumer (s // R) % 2, whose k-th stage takes its slot k % (slots per consumer)."""
@@ -187,22 +240,8 @@ class LatentGather:
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
         cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
 
-        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
-        ids.fill(0)
+        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
         win = self.id_window
-        pend = cute.make_rmem_tensor(cute.make_layout(max(win // WG, 1)), Int32)
-        pend.fill(0)
-        if cutlass.const_expr(self.drop != "gather"):
-            if cutlass.const_expr(win > 0):
-                # Ids of whole windows of W positions, double-buffered in shared memory: window
-                # k+1's loads are issued when window k starts, so their latency hides behind W/N
-                # stages instead of one.
-                self._load_window(pend, phys, row, start, Int32(0), wg_tid, total_rows)
-                self._store_window(pend, s_ids, Int32(0), wg_tid)
-                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                self._load_window(pend, phys, row, start, Int32(1), wg_tid, total_rows)
-            else:
-                self._load_ids(ids, phys, row, start + tok0, end, total_rows)
 
         zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)
         zeros.fill(0)
@@ -215,20 +254,7 @@ class LatentGather:
                     if use >= self.slots_per_consumer:  # the owning consumer is done with what this slot held (4 stages ago)
                         cute.arch.barrier(barrier_id=self.bar_raw_empty + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(win > 0 and self.drop != "gather"):
-                    cpw = win // self.N
-                    if c % cpw == 0 and c > 0:
-                        # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
-                        # which every producer thread finished reading before window k-1 began.
-                        k = c // cpw
-                        self._store_window(pend, s_ids, k % 2, wg_tid)
-                        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                        self._load_window(pend, phys, row, start, k + 1, wg_tid, total_rows)
-                    id_slot = (c // cpw) % 2  # which of the two id windows, and where this stage starts in it
-                    id_base = (c % cpw) * self.N
-                    # All of this stage's ids first (independent shared loads), then the copies.
-                    for i in cutlass.range_constexpr(self.row_passes):
-                        tok = tok0 + self.rows_per_pass * i
-                        ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
+                    self._stage_ids(ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]
@@ -238,11 +264,7 @@ class LatentGather:
                     dst = cute.local_tile(s_raw[None, tok, stage], (PIECE,), (unit,))
                     if cutlass.const_expr(self.drop != "gather"):
                         if ph >= 0:
-                            if cutlass.const_expr(self.flat_cache):
-                                row_bytes = cache[ph, None]  # blocks back to back: the row id is the row
-                            else:
-                                blk = ph // block_size
-                                row_bytes = cache[blk, ph - blk * block_size, None]
+                            row_bytes = self._row_bytes(cache, ph, block_size)
                             cute.copy(copy_atom, cute.local_tile(row_bytes, (PIECE,), (c16,)), dst)
                         else:
                             # A hole becomes a zero row: the conversion needs no ids, and V = 0

@@ -37,6 +37,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_XCHG, DIM, WG, LatentGather
+from .latent_load import DirectLatentGather
 
 DV_PER_WG = 256  # output dims per consumer warpgroup
 
@@ -55,15 +56,18 @@ class SparseDecodeKernel(DecodeKernelBase):
         self.kv_bufs = cfg.kv_buffers
         self.id_window = cfg.id_window
         self.flat_cache = variant.flat_cache
+        self.ld_global = cfg.gather == "ld_global"
+        self.shared_p = cfg.scores == "one"  # set here, used by the SharedPDecodeKernel subclass
         # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
         # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
         # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
-        # costs the consumers 64 more, taken from the producer: 2*128*240 + 128*24 = 64512.
-        self.regs_consumer, self.regs_producer = (240, 24) if self.q_in_regs else (232, 40)
+        # costs the consumers 64 more, taken from the producer: 2*128*240 + 128*24 = 64512. The
+        # ld_global producer holds its in-flight rows in registers: 2*128*216 + 128*72.
+        self.regs_consumer, self.regs_producer = (240, 24) if self.q_in_regs else (216, 72) if self.ld_global else (232, 40)
         assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
         self.num_threads = 3 * WG
-        self.gather = LatentGather(
-            gather_tokens=self.N, tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
+        self.gather = (DirectLatentGather if self.ld_global else LatentGather)(
+            gather_tokens=cfg.gather_tokens(), tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs,
         )
@@ -116,10 +120,9 @@ class SparseDecodeKernel(DecodeKernelBase):
         s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
         s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
         s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
-        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_raw, s_vring = self._raw_ring(smem, s_raw_l)
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
-        s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.stages)), byte_alignment=16)
         s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
 
         if wg_idx == 2:
@@ -131,6 +134,14 @@ class SparseDecodeKernel(DecodeKernelBase):
                 q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_x, s_valid,
                 head_tile, split, row, n_chunks, wg_idx, wg_tid,
             )
+
+    def _raw_ring(self, smem, s_raw_l):
+        """The cp.async producer's raw FP8 ring and its valid flags; (None, None) for ld_global."""
+        if self.ld_global:
+            return None, None
+        s_raw = smem.allocate_tensor(Uint8, s_raw_l, byte_alignment=128)
+        s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.stages)), byte_alignment=16)
+        return s_raw, s_vring
 
     # ---------------------------------------------------------------- consumer steps
     @cute.jit
@@ -168,18 +179,22 @@ class SparseDecodeKernel(DecodeKernelBase):
     @cute.jit
     def _softmax(self, acc_s, s_x, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, wg_idx, wg_tid, buf, par):
         """Exchange the partial scores of the chunk in K/V buffer `buf` (exchange slot `par`, the
-        chunk's parity), mask, update the running max and sum,
-        leave P (fp32) in `acc_s` and the factor the running O must be scaled by in `scale_o`."""
-        for i in cutlass.range_constexpr(cute.size(acc_s)):
-            s_x[wg_tid, i, wg_idx, par] = acc_s[i]
-        cute.arch.barrier(barrier_id=BAR_XCHG + par, number_of_threads=2 * WG)
+        chunk's parity; no exchange when one consumer scores: `shared_p`), mask, update the running
+        max and sum, leave P (fp32) in `acc_s` and the factor the running O must be scaled by in `scale_o`."""
+        if cutlass.const_expr(not self.shared_p):
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                s_x[wg_tid, i, wg_idx, par] = acc_s[i]
+            cute.arch.barrier(barrier_id=BAR_XCHG + par, number_of_threads=2 * WG)
         other = 1 - wg_idx
         new_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         new_max.store(row_max.load())
         for i in cutlass.range_constexpr(cute.size(acc_s)):
             col = t_cs[i][1]
-            # Own partial + the other's: the same sum in both consumers (addition commutes).
-            v = (acc_s[i] + s_x[wg_tid, i, other, par]) * scale_log2
+            v = acc_s[i]
+            if cutlass.const_expr(not self.shared_p):
+                # Own partial + the other's: the same sum in both consumers (addition commutes).
+                v = v + s_x[wg_tid, i, other, par]
+            v = v * scale_log2
             if s_valid[col, buf] == 0:
                 v = -Float32.inf
             acc_s[i] = v

@@ -1,0 +1,119 @@
+"""The heads-as-M producer with gather="ld_global": selected latent rows -> FP16 K/V tiles through
+registers, with no raw FP8 ring in shared memory.
+
+Each thread loads its 16-byte pieces of a group of 16 tokens with `ld.global` into one of `stages`
+register sets, so `stages - 1` groups are in flight while it converts the oldest one
+(`cvt.rn.f16x2.e4m3x2`) and stores it into the consumers' swizzled K/V tile. Compared with the
+cp.async ring this frees `stages` x 16-token raw stages of shared memory (room for 64-token K/V
+tiles) and drops a shared-memory write and read per byte gathered. The register sets are
+indexed by constants: the loop over groups is unrolled by `stages`.
+
+Row ids, Q staging, holes (zero rows marked invalid) and the FULL/EMPTY hand-over are as in
+`LatentGather`.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float16, Int32, Uint32
+
+from .fp8_fragments import cvt_high, cvt_low
+from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, PIECE, WG, LatentGather
+
+WORDS = PIECE // 4  # 32-bit words per 16-byte piece
+
+
+class DirectLatentGather(LatentGather):
+    """`LatentGather` with `gather_tokens` tokens per register set and `stages` register sets."""
+
+    @cute.jit
+    def _issue(self, raw, valid, ids, pend, cache, phys, s_ids, row, start, end, g, s: cutlass.Constexpr,
+               c16, tok0, wg_tid, block_size, total_rows):
+        """Loads of group g into register set s (holes and positions past `end` load nothing: zero
+        rows, invalid); with id window 0 the next group's ids are then loaded one group ahead."""
+        if cutlass.const_expr(self.id_window > 0 and self.drop != "gather"):
+            self._stage_ids(ids, pend, phys, s_ids, row, start, end, g, tok0, wg_tid, total_rows)
+        for i in cutlass.range_constexpr(self.row_passes):
+            ph = ids[i]
+            raw[None, i, s].fill(0)
+            if cutlass.const_expr(self.drop != "gather"):
+                if ph >= 0:
+                    piece = cute.local_tile(self._row_bytes(cache, ph, block_size), (PIECE,), (c16,))
+                    raw[None, i, s].store(cute.make_tensor(cute.recast_ptr(piece.iterator, dtype=Uint32), cute.make_layout(WORDS)).load())
+            valid[i, s] = Int32(ph >= 0)
+        if cutlass.const_expr(self.drop != "gather" and self.id_window == 0):
+            self._load_ids(ids, phys, row, start + (g + 1) * self.N + tok0, end, total_rows)
+
+    @cute.jit
+    def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, c16, tok0):
+        """Group g from register set s -> its rows of the K/V tile (FP8 -> FP16), waiting for the
+        tile's EMPTY first and handing it over (FULL) after its last group."""
+        tile = g // self.R
+        part = g % self.R
+        buf = tile % self.kv_bufs
+        if tile >= self.kv_bufs and part == 0:
+            cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
+        # A row is 8 swizzle atoms of 64 dims, n x 128 bytes apart: lanes 4a..4a+3 write atom a.
+        # Odd atoms store their upper 16 bytes first, so each store fills all eight 16-byte bank
+        # groups of a 128-byte line (even atoms: units 0,2,4,6; odd atoms: 1,3,5,7).
+        first = (c16 // 4) % 2
+        for i in cutlass.range_constexpr(self.row_passes):
+            tok = part * self.N + tok0 + self.rows_per_pass * i
+            h = cute.make_rmem_tensor(cute.make_layout(2 * PIECE), Float16)
+            h32 = cute.recast_tensor(h, Uint32)
+            for w in cutlass.range_constexpr(WORDS):
+                h32[2 * w] = cvt_low(raw[w, i, s], self.drop != "convert")
+                h32[2 * w + 1] = cvt_high(raw[w, i, s], self.drop != "convert")
+            dst = cute.local_tile(s_k[tok, None, buf], (PIECE,), (c16,))
+            for j in cutlass.range_constexpr(2):
+                half = first ^ j
+                # Selected by value: a register array indexed by a runtime value would live in local memory.
+                v = cute.make_rmem_tensor(cute.make_layout(PIECE // 2), Float16)
+                v32 = cute.recast_tensor(v, Uint32)
+                for k in cutlass.range_constexpr(WORDS):
+                    v32[k] = h32[WORDS + k] if half == 1 else h32[k]
+                cute.local_tile(dst, (PIECE // 2,), (half,)).store(v.load())
+            if c16 == 0:
+                s_valid[tok, buf] = valid[i, s]
+        if part == self.R - 1:
+            # Ordinary stores read next by wgmma (the async proxy).
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
+
+    @cute.jit
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
+        """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
+        positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)"""
+        block_size = Int32(1)
+        total_rows = cache.shape[0]
+        if cutlass.const_expr(not self.flat_cache):
+            block_size = cache.shape[1]
+            total_rows = cache.shape[0] * block_size
+        c16 = wg_tid % self.pieces_per_row
+        tok0 = wg_tid // self.pieces_per_row
+        self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(self.signal_q):
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
+        cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
+        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
+
+        sets = self.stages
+        raw = cute.make_rmem_tensor(cute.make_layout((WORDS, self.row_passes, sets)), Uint32)
+        valid = cute.make_rmem_tensor(cute.make_layout((self.row_passes, sets)), Int32)
+        n_groups = n_tiles * self.R
+        at = (raw, valid, ids, pend, cache, phys, s_ids, row, start, end)
+        where = (c16, tok0, wg_tid, block_size, total_rows)
+        for s in cutlass.range_constexpr(sets - 1):
+            if s < n_groups:
+                self._issue(*at, Int32(s), s, *where)
+        # Group g is converted from set g % sets right after group g + sets - 1 is issued into the
+        # set group g - 1 used: `sets - 1` groups stay in flight.
+        for base in cutlass.range(0, n_groups, sets, unroll=1):
+            for s in cutlass.range_constexpr(sets):
+                g = base + s
+                if g + sets - 1 < n_groups:
+                    self._issue(*at, g + sets - 1, (s + sets - 1) % sets, *where)
+                if g < n_groups:
+                    self._store(raw, valid, s_k, s_valid, g, s, c16, tok0)
+

@@ -1,0 +1,200 @@
+"""Heads-as-M decode with one scoring consumer (scores="one"), FlashMLA's split of the work (sm_90a).
+
+Same CTA, producer and K/V tiles as `SparseDecodeKernel`; the consumers divide the work differently:
+
+* warpgroup 0 computes the whole score tile S = Q K^T over all 512 dims (no partial scores to
+  exchange), runs the online softmax, writes P (FP16) and the per-head rescale factors into one of
+  two shared-memory P buffers, then does O[:, 0:256] += P V[:, 0:256] with P from registers;
+* warpgroup 1 waits for that P buffer and does O[:, 256:512] += P V[:, 256:512] with both operands
+  in shared memory; its O rows are warpgroup 0's (the same accumulator layout), so the factors are
+  read by row.
+
+What this buys: no fp32 score exchange (its buffer was 4 x the P tile), so 64-token K/V tiles fit
+next to the Q tile (with gather="ld_global"), and warpgroup 1's PV of chunk c runs on the tensor
+cores while warpgroup 0 scores chunk c+1. P_FULL/P_EMPTY (two buffers) pace the consumers; the
+K/V tiles are handed over with FULL/EMPTY exactly as in the other kernel.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float16, Float32, Int32
+from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
+from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
+from cutlass.memory import SmemAllocator
+import cutlass.utils.hopper_helpers as sm90_utils
+
+from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, WG
+from .sparse_decode import DV_PER_WG, SparseDecodeKernel
+
+# K-major P tile atoms by the tile's width in tokens (its rows are N FP16 values).
+P_ATOMS = {16: SmemLayoutAtomKind.K_SW32, 32: SmemLayoutAtomKind.K_SW64, 64: SmemLayoutAtomKind.K_SW128}
+
+
+class SharedPDecodeKernel(SparseDecodeKernel):
+    def __init__(self, variant):
+        super().__init__(variant)
+        assert self.shared_p and not (self.overlap or self.q_in_regs)
+        # Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
+        # holds up to 4 register sets of rows. 128 * (224 + 160 + 120) = 64512, the launch's pool.
+        self.regs_scorer, self.regs_second, self.regs_producer = 224, 160, 120
+        assert WG * (self.regs_scorer + self.regs_second + self.regs_producer) <= 168 * 3 * WG
+
+    def _p_layout(self):
+        atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)
+        return cute.tile_to_shape(atom, (self.M, self.N, 2), order=(0, 1, 2))
+
+    def _mma_pv_smem(self):
+        return sm90_utils.make_trivial_tiled_mma(
+            Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG),
+            a_source=warpgroup.OperandSource.SMEM,
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        q: cute.Tensor,
+        cache: cute.Tensor,
+        phys: cute.Tensor,
+        k_scale,
+        v_scale,
+        softmax_scale: Float32,
+        out: cute.Tensor,
+        lse: cute.Tensor,
+        split_len: Int32,
+    ):
+        head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.N)
+
+        s_q_l, s_k_l, s_v_l, s_raw_l, _ = self._layouts()
+        s_p_l = self._p_layout()
+        smem = SmemAllocator()
+        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
+        s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
+        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
+        s_raw, s_vring = self._raw_ring(smem, s_raw_l)
+        s_scale = smem.allocate_tensor(Float32, cute.make_layout((self.M, 2)), byte_alignment=16)
+        s_fin = smem.allocate_tensor(Float32, cute.make_layout(self.M), byte_alignment=16)
+        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
+        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
+
+        if wg_idx == 2:
+            cute.arch.setmaxregister_decrease(self.regs_producer)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+        elif wg_idx == 0:
+            cute.arch.setmaxregister_increase(self.regs_scorer)
+            self._scorer(q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,
+                         head_tile, split, row, n_chunks, wg_tid)
+        else:
+            cute.arch.setmaxregister_decrease(self.regs_second)
+            self._second(q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid)
+
+    # ---------------------------------------------------------------- warpgroup 0
+    @cute.jit
+    def _scorer(self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,
+                head_tile, split, row, n_chunks, wg_tid):
+        num_heads = q.shape[1]
+        scale_log2, vs = self._scales(k_scale, v_scale, softmax_scale)
+        mma_qk, mma_pv = self._mmas()
+        thr_qk = mma_qk.get_slice(wg_tid)
+        thr_pv = mma_pv.get_slice(wg_tid)
+        s_v_lo = cute.local_tile(s_v, (DV_PER_WG, self.N, self.kv_bufs), (0, 0, 0))
+        t_or_p = thr_pv.make_fragment_A(thr_pv.partition_shape_A((self.M, self.N)))
+        acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((self.M, self.N)), Float32)
+        acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((self.M, DV_PER_WG)), Float32)
+        acc_o.fill(0.0)
+        t_cs = thr_qk.partition_C(cute.make_identity_tensor((self.M, self.N)))
+        t_co = thr_pv.partition_C(cute.make_identity_tensor((self.M, DV_PER_WG)))
+        row_max = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        row_sum = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        row_max.fill(-Float32.inf)
+        row_sum.fill(0.0)
+        scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        sm = (acc_s, None, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, Int32(0), wg_tid)
+        for c in cutlass.range(n_chunks, unroll=1):
+            buf = c % self.kv_bufs
+            pb = c % 2
+            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+            self._issue_qk(s_q, s_k, acc_s, wg_tid, buf)
+            warpgroup.wait_group(0)
+            self._softmax(*sm, buf, pb)
+            if c >= 2:
+                cute.arch.barrier(barrier_id=BAR_P_EMPTY + pb, number_of_threads=2 * WG)  # PV_hi(c-2) read it
+            thr_qk.partition_C(s_p[None, None, pb]).store(acc_s.load().to(Float16))
+            if wg_tid % 4 == 0:
+                for rh in cutlass.range_constexpr(2):
+                    s_scale[t_cs[2 * rh][0], pb] = scale_o[rh]
+            cute.arch.fence_proxy("async.shared", space="cta")  # P is read by warpgroup 1's wgmma
+            cute.arch.barrier_arrive(barrier_id=BAR_P_FULL + pb, number_of_threads=2 * WG)
+            t_or_p.store(acc_s.load().to(Float16))
+            self._rescale(acc_o, scale_o)
+            self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
+            warpgroup.wait_group(0)
+            if c + self.kv_bufs < n_chunks:
+                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+
+        # Epilogue: the rows' output factors (for both halves) and LSE, then this half of O.
+        inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        lse_val = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        for rh in cutlass.range_constexpr(2):
+            s = row_sum[rh]
+            s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+            s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+            inv[rh], lse_val[rh] = self._normaliser(s, row_max[rh], vs)
+            if wg_tid % 4 == 0:
+                s_fin[t_cs[2 * rh][0]] = inv[rh]
+        cute.arch.barrier_arrive(barrier_id=BAR_FIN, number_of_threads=2 * WG)
+        self._store_half(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 0)
+        if cutlass.const_expr(self.variant.write_lse or self.variant.split):
+            if wg_tid % 4 == 0:
+                for rh in cutlass.range_constexpr(2):
+                    head = head_tile * self.M + t_cs[2 * rh][0]
+                    if head < num_heads:
+                        self._store_lse(lse, row, split, head, lse_val[rh])
+
+    # ---------------------------------------------------------------- warpgroup 1
+    @cute.jit
+    def _second(self, q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid):
+        num_heads = q.shape[1]
+        mma_pv = self._mma_pv_smem()
+        thr_pv = mma_pv.get_slice(wg_tid)
+        s_v_hi = cute.local_tile(s_v, (DV_PER_WG, self.N, self.kv_bufs), (1, 0, 0))
+        acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((self.M, DV_PER_WG)), Float32)
+        acc_o.fill(0.0)
+        t_co = thr_pv.partition_C(cute.make_identity_tensor((self.M, DV_PER_WG)))
+        scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        for c in cutlass.range(n_chunks, unroll=1):
+            buf = c % self.kv_bufs
+            pb = c % 2
+            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+            cute.arch.barrier(barrier_id=BAR_P_FULL + pb, number_of_threads=2 * WG)
+            for rh in cutlass.range_constexpr(2):
+                scale_o[rh] = s_scale[t_co[2 * rh][0], pb]
+            self._rescale(acc_o, scale_o)
+            t_sr_p = thr_pv.make_fragment_A(thr_pv.partition_A(s_p[None, None, pb]))
+            t_or_v = thr_pv.make_fragment_B(thr_pv.partition_B(s_v_hi[None, None, buf]))
+            warpgroup.fence()
+            mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+            if cutlass.const_expr(self.drop != "mma"):
+                for kb in cutlass.range_constexpr(cute.size(t_sr_p.shape[2])):
+                    cute.gemm(mma_pv, acc_o, t_sr_p[None, None, kb], t_or_v[None, None, kb], acc_o)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+            if c + 2 < n_chunks:
+                cute.arch.barrier_arrive(barrier_id=BAR_P_EMPTY + pb, number_of_threads=2 * WG)
+            if c + self.kv_bufs < n_chunks:
+                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+        cute.arch.barrier(barrier_id=BAR_FIN, number_of_threads=2 * WG)
+        inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        for rh in cutlass.range_constexpr(2):
+            inv[rh] = s_fin[t_co[2 * rh][0]]
+        self._store_half(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 1)
+
+    @cute.jit
+    def _store_half(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half: cutlass.Constexpr):
+        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
+            coord = t_co[i]
+            head = head_tile * self.M + coord[0]
+            if head < num_heads:
+                self._store_out(out, row, split, head, half * DV_PER_WG + coord[1], acc_o[i] * inv[(i // 2) % 2])
