@@ -65,13 +65,16 @@ class DecodeKernelConfig:
                 f"stages={self.stages}: gather='ld_global' keeps 2..{self.max_load_sets()} register sets of "
                 f"{LOAD_GROUP_TOKENS} tokens in flight (producer registers, scores={self.scores!r})"
             )
-        if self.scores == "one" and (self.overlap or self.q_in_regs):
-            raise ValueError(f"{self}: scores='one' takes overlap=False, q_in_regs=False")
+        if self.scores == "one" and self.q_in_regs:
+            raise ValueError(f"{self}: scores='one' takes q_in_regs=False")
         if self.tiling == "heads_m":
             if self.head_tile != 64:
                 raise ValueError(f"head_tile={self.head_tile}: expected 64 for tiling 'heads_m'")
-            if self.chunk_tokens not in (16, 32, 64):
-                raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32 or 64")
+            if self.chunk_tokens not in (16, 32, 48, 64):
+                raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32, 48 or 64")
+            if self.chunk_tokens == 48 and (self.gather, self.scores) != ("ld_global", "one"):
+                # 48 tokens: three K/V tiles next to Q with neither a raw ring nor a score exchange.
+                raise ValueError(f"chunk_tokens=48: only with gather='ld_global', scores='one'")
         else:
             if self.head_tile not in TOKENS_M_HEAD_TILES:
                 raise ValueError(f"head_tile={self.head_tile}: expected one of {TOKENS_M_HEAD_TILES} for tiling 'tokens_m'")
@@ -116,7 +119,7 @@ class DecodeKernelConfig:
     def max_load_sets(self) -> int:
         """Register sets the ld_global producer can keep in flight: 16 registers each, next to the
         addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets."""
-        return 4 if self.scores == "one" else 2
+        return 5 if self.scores == "one" else 2
 
     def gather_tokens(self) -> int:
         """Tokens per stage of the raw gather ring (ld_global: per register set)."""

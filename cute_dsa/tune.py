@@ -46,6 +46,13 @@ ID_WINDOWS = (0, 128)
 # Ring stages of the tokens-as-M kernel by who converts: 32-token stages (producer, consumer) or
 # 64-token ring slots, two or three per consumer (registers; three take id_window=0).
 TOKENS_M_STAGES = {"producer": (2, 3, 4), "consumer": (4,), "registers": (4, 6)}
+# Heads as M with the ld_global producer (no raw ring) and/or one scoring consumer:
+# (chunk, register sets / ring stages, K/V buffers, gather, scores, overlap), each with both id windows.
+# 48-token tiles are the largest of which three fit next to Q (no raw ring, no score exchange).
+HEADS_M_LOADS = [(32, 2, kv, "ld_global", "split", ov) for kv in (2, 3) for ov in (False, True)]
+HEADS_M_LOADS += [(n, st, kv, "ld_global", "one", ov) for n, kv in ((32, 2), (32, 3), (48, 3), (64, 2))
+                  for st in (4, 5) for ov in (False, True)]
+HEADS_M_LOADS += [(32, st, 2, "cp_async", "one", ov) for st in (2, 4) for ov in (False, True)]
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -55,6 +62,12 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
     ok, pruned = [], []
     for n, st, kv, ov, qr, w in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS, ID_WINDOWS):
         cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr, id_window=w)
+        try:
+            ok.append(cfg.validate())
+        except ValueError as e:
+            pruned.append((cfg, str(e)))
+    for (n, st, kv, g, sc, ov), w in itertools.product(HEADS_M_LOADS, ID_WINDOWS):
+        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, gather=g, scores=sc, overlap=ov, id_window=w)
         try:
             ok.append(cfg.validate())
         except ValueError as e:
@@ -241,9 +254,21 @@ def start_table(path: str, gpu: str, num_sms: int) -> TuningTable:
     return TuningTable(gpu=gpu, sm_count=num_sms)
 
 
+def select_labels(configs: List[DecodeKernelConfig], labels: Optional[str]) -> List[DecodeKernelConfig]:
+    """Only the configs named in `labels` ('n64 st5 kv2 w128 lg s1;n32 st2 kv2 w128'), or all."""
+    if not labels:
+        return configs
+    wanted = [x.strip() for x in labels.split(";") if x.strip()]
+    known = {c.label() for c in configs}
+    unknown = [x for x in wanted if x not in known]
+    if unknown:
+        raise SystemExit(f"--configs: {unknown} are not labels of tunable configs of this tiling")
+    return [c for c in configs if c.label() in wanted]
+
+
 def run(args) -> int:
     configs, pruned = config_space()
-    configs = select_tiling(configs, args.tiling)
+    configs = select_labels(select_tiling(configs, args.tiling), args.configs)
     shapes = shape_grid(int_list(args.batch, BATCHES), int_list(args.heads, HEADS), int_list(args.width, WIDTHS), int_list(args.page, PAGES))
     num_sms = NUM_SMS_H200
     if not (args.dry_run or args.report):
@@ -327,6 +352,8 @@ def add_parser(sub) -> None:
     t.add_argument("--progress", help="resume file (default <out>.progress.jsonl)")
     t.add_argument("--tiling", choices=("all", "heads_m", "tokens_m"), default="all",
                    help="sweep one tiling's configs (plus the other's default, for comparison)")
+    t.add_argument("--configs", help="only these configs, by label, ';'-separated (keep the buckets' current winners in, "
+                   "a bucket's entry is replaced by the best config measured)")
     t.add_argument("--dry-run", action="store_true", help="list what would be measured; needs no GPU")
     t.add_argument("--gpu", help="GPU name for --dry-run and --report (default NVIDIA H200)")
     t.add_argument("--report", action="store_true",

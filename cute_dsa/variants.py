@@ -74,14 +74,20 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
-        kind = "ablation" if dv.drop else "decode"
+        kind = "ablation" if dv.drop else decode_kind(dv.config)
         res.append(Variant(decode_variant_name(dv), kind, lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
+
+
+def decode_kind(cfg: DecodeKernelConfig) -> str:
+    """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads."""
+    return "decode_lg" if cfg.gather == "ld_global" else "decode"
 
 
 # What each kernel's PTX must contain (the design's promises) and must not.
 REQUIRED = {
     "decode": ["wgmma.mma_async", "cp.async.cg.shared.global", "cvt.rn.f16x2.e4m3x2", "setmaxnreg", "bar.arrive"],
+    "decode_lg": ["wgmma.mma_async", "ld.global.v4.b32", "cvt.rn.f16x2.e4m3x2", "setmaxnreg", "bar.arrive"],
     "ablation": ["setmaxnreg", "bar.arrive"],  # a dropped stage takes its instructions with it
     "resolve": ["atom.shared.cta.cas.b32", "atom.shared.cta.min.s32"],
     "combine": ["ld.global.v4"],
@@ -105,6 +111,8 @@ def setmaxnreg_need(ptx: str) -> Optional[int]:
     if not dec or not inc or not threads:
         return None
     n = int(threads.group(1))
+    if len(dec) + len(inc) == n // 128:  # one setmaxnreg per warpgroup (each its own share)
+        return 128 * sum(map(int, dec + inc))
     return 128 * max(map(int, dec)) + (n - 128) * max(map(int, inc))
 
 

@@ -42,8 +42,11 @@ def test_setmaxnreg_need_reads_the_split():
     ptx = ".reqntid 384, 1, 1\n setmaxnreg.dec.sync.aligned.u32 \t40;\n setmaxnreg.inc.sync.aligned.u32 \t232;"
     assert setmaxnreg_need(ptx) == 128 * 40 + 256 * 232 == 64512
     assert setmaxnreg_need(".reqntid 128, 1, 1") is None
+    one_each = ".reqntid 384, 1, 1\n setmaxnreg.dec.sync.aligned.u32 120;\n setmaxnreg.inc.sync.aligned.u32 224;\n setmaxnreg.dec.sync.aligned.u32 160;"
+    assert setmaxnreg_need(one_each) == 128 * (120 + 224 + 160) == 64512
 
 
 def test_check_ptx_catches_missing_and_local():
     assert check_ptx("decode", "st.local.b32") != []
     assert "contains ld.local (local memory)" in check_ptx("combine", "ld.global.v4 ld.local")
+    assert check_ptx("decode_lg", "wgmma.mma_async cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive") == ["missing ld.global.v4.b32"]

@@ -179,7 +179,7 @@ COMMITTED = sorted(glob.glob(os.path.join(REPO, "tuning", "*.yaml")))
 def test_committed_configs_compile_for_sm90a(path, tmp_path):
     from cute_dsa.compile import build_decode
     from cute_dsa.kernel_config import DecodeVariant
-    from cute_dsa.variants import check_ptx
+    from cute_dsa.variants import check_ptx, decode_kind
 
     table = TuningTable.load(path)
     assert table.mismatch(table.gpu) is None, "committed table does not match this library"
@@ -188,7 +188,7 @@ def test_committed_configs_compile_for_sm90a(path, tmp_path):
         for split in (False, True):
             v = DecodeVariant(cfg.validate(), split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
             build_decode(v, dump=(str(tmp_path), f"c{i}{split}"))
-            assert check_ptx("decode", open(tmp_path / f"c{i}{split}.ptx").read()) == []
+            assert check_ptx(decode_kind(cfg), open(tmp_path / f"c{i}{split}.ptx").read()) == []
 
 
 _FAKE_WORKER = """
@@ -246,6 +246,23 @@ def test_tokens_as_m_config_rules():
         DecodeKernelConfig(head_tile=16).validate()
     with pytest.raises(ValueError, match="convert='consumer': only with tiling 'tokens_m'"):
         DecodeKernelConfig(convert="consumer").validate()
+    # Heads as M, rows through registers (no raw ring) and one scoring consumer: 64-token tiles fit.
+    lg = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
+    assert lg.validate() is lg and lg.label() == "n64 st4 kv2 w128 lg s1" and lg.gather_tokens() == 16
+    assert lg.smem_bytes() < DecodeKernelConfig(chunk_tokens=64, stages=4, scores="one").smem_bytes()
+    for bad, msg in [
+        (dict(stages=6), "keeps 2..5 register sets"),
+        (dict(scores="split", stages=4, chunk_tokens=32), "keeps 2..2 register sets"),
+        (dict(kv_buffers=3), "bytes of shared memory"),
+        (dict(q_in_regs=True), "scores='one' takes q_in_regs=False"),
+        (dict(scores="split", chunk_tokens=48, stages=2), "chunk_tokens=48: only with gather='ld_global', scores='one'"),
+        (dict(scores="both"), "scores='both': expected one of"),
+        (dict(gather="tma"), "gather='tma': expected one of"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            DecodeKernelConfig(**{**lg.to_dict(), **bad}).validate()
+    with pytest.raises(ValueError, match="tiling 'tokens_m' takes gather='cp_async', scores='split'"):
+        DecodeKernelConfig(**{**t.to_dict(), "scores": "one"}).validate()
     # Register-fed consumers: one 64-token ring slot per chunk, no FP16 K/V tiles, so 32 heads fit 4 slots.
     rf = DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=4, convert="registers")
     assert rf.validate() is rf and rf.label() == "t32 st4 w128 rf" and rf.gather_tokens() == 64
@@ -263,7 +280,8 @@ def test_tokens_as_m_config_rules():
     assert fit_to_heads(rf8, 12) == DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 16})
     # 32 heads are slower register-fed (one fragment buffer next to the 32-head O^T): producer-converted.
     assert fit_to_heads(rf8, 24).label() == "t32 st3 w128"
-    assert default_config(_problem(rows=64, heads=8)).label() == "t8 st4 w128 rf"
+    assert default_config(_problem(rows=64, heads=8)).label() == "t8 st4 w128 rf re"
+    assert fit_to_heads(default_config(_problem(rows=64, heads=8)), 32).label() == "t32 st3 w128"  # no 're' without 'rf'
     assert default_config(_problem(rows=63, heads=8)).label() == "t8 st4 w128 cc"
     assert default_config(_problem(rows=256, heads=32)).label() == "t32 st3 w128"
 

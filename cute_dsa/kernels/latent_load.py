@@ -41,7 +41,10 @@ class DirectLatentGather(LatentGather):
                 if ph >= 0:
                     piece = cute.local_tile(self._row_bytes(cache, ph, block_size), (PIECE,), (c16,))
                     raw[None, i, s].store(cute.make_tensor(cute.recast_ptr(piece.iterator, dtype=Uint32), cute.make_layout(WORDS)).load())
-            valid[i, s] = Int32(ph >= 0)
+            if i == 0:
+                valid[s] = Int32(ph >= 0)
+            else:
+                valid[s] = valid[s] | (Int32(ph >= 0) << i)
         if cutlass.const_expr(self.drop != "gather" and self.id_window == 0):
             self._load_ids(ids, phys, row, start + (g + 1) * self.N + tok0, end, total_rows)
 
@@ -75,7 +78,7 @@ class DirectLatentGather(LatentGather):
                     v32[k] = h32[WORDS + k] if half == 1 else h32[k]
                 cute.local_tile(dst, (PIECE // 2,), (half,)).store(v.load())
             if c16 == 0:
-                s_valid[tok, buf] = valid[i, s]
+                s_valid[tok, buf] = (valid[s] >> i) & 1
         if part == self.R - 1:
             # Ordinary stores read next by wgmma (the async proxy).
             cute.arch.fence_proxy("async.shared", space="cta")
@@ -100,7 +103,7 @@ class DirectLatentGather(LatentGather):
 
         sets = self.stages
         raw = cute.make_rmem_tensor(cute.make_layout((WORDS, self.row_passes, sets)), Uint32)
-        valid = cute.make_rmem_tensor(cute.make_layout((self.row_passes, sets)), Int32)
+        valid = cute.make_rmem_tensor(cute.make_layout(sets), Int32)  # a set's row flags as bits
         n_groups = n_tiles * self.R
         at = (raw, valid, ids, pend, cache, phys, s_ids, row, start, end)
         where = (c16, tok0, wg_tid, block_size, total_rows)

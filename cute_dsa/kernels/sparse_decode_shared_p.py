@@ -29,13 +29,13 @@ from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL
 from .sparse_decode import DV_PER_WG, SparseDecodeKernel
 
 # K-major P tile atoms by the tile's width in tokens (its rows are N FP16 values).
-P_ATOMS = {16: SmemLayoutAtomKind.K_SW32, 32: SmemLayoutAtomKind.K_SW64, 64: SmemLayoutAtomKind.K_SW128}
+P_ATOMS = {16: SmemLayoutAtomKind.K_SW32, 32: SmemLayoutAtomKind.K_SW64, 48: SmemLayoutAtomKind.K_SW32, 64: SmemLayoutAtomKind.K_SW128}
 
 
 class SharedPDecodeKernel(SparseDecodeKernel):
     def __init__(self, variant):
         super().__init__(variant)
-        assert self.shared_p and not (self.overlap or self.q_in_regs)
+        assert self.shared_p and not self.q_in_regs
         # Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
         # holds up to 4 register sets of rows. 128 * (224 + 160 + 120) = 64512, the launch's pool.
         self.regs_scorer, self.regs_second, self.regs_producer = 224, 160, 120
@@ -112,27 +112,54 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         row_sum.fill(0.0)
         scale_o = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         sm = (acc_s, None, s_valid, t_cs, row_max, row_sum, scale_o, scale_log2, Int32(0), wg_tid)
-        for c in cutlass.range(n_chunks, unroll=1):
-            buf = c % self.kv_bufs
-            pb = c % 2
-            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
-            self._issue_qk(s_q, s_k, acc_s, wg_tid, buf)
-            warpgroup.wait_group(0)
-            self._softmax(*sm, buf, pb)
-            if c >= 2:
-                cute.arch.barrier(barrier_id=BAR_P_EMPTY + pb, number_of_threads=2 * WG)  # PV_hi(c-2) read it
-            thr_qk.partition_C(s_p[None, None, pb]).store(acc_s.load().to(Float16))
-            if wg_tid % 4 == 0:
-                for rh in cutlass.range_constexpr(2):
-                    s_scale[t_cs[2 * rh][0], pb] = scale_o[rh]
-            cute.arch.fence_proxy("async.shared", space="cta")  # P is read by warpgroup 1's wgmma
-            cute.arch.barrier_arrive(barrier_id=BAR_P_FULL + pb, number_of_threads=2 * WG)
-            t_or_p.store(acc_s.load().to(Float16))
-            self._rescale(acc_o, scale_o)
-            self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
-            warpgroup.wait_group(0)
-            if c + self.kv_bufs < n_chunks:
-                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+        share = (thr_pv, t_or_p, s_p, s_scale, t_cs, scale_o, wg_tid)
+        if cutlass.const_expr(self.overlap):
+            # QK(c+1) is issued ahead of PV_lo(c): the softmax of chunk c+1 runs while the tensor
+            # cores still work on both halves of PV(c).
+            if n_chunks > 0:
+                cute.arch.barrier(barrier_id=BAR_FULL, number_of_threads=3 * WG)
+                self._issue_qk(s_q, s_k, acc_s, wg_tid, Int32(0))
+                warpgroup.wait_group(0)
+                self._softmax(*sm, Int32(0), Int32(0))
+                t_or_p.store(acc_s.load().to(Float16))
+                self._share_p(*share, Int32(0), Int32(0))
+            # Every iteration has a next chunk (the last PV is peeled off below): the same wgmma
+            # wait counts on every path, so ptxas need not serialize.
+            for c in cutlass.range(n_chunks - 1, unroll=1):
+                buf = c % self.kv_bufs
+                nxt = (c + 1) % self.kv_bufs
+                cute.arch.barrier(barrier_id=BAR_FULL + nxt, number_of_threads=3 * WG)
+                self._issue_qk(s_q, s_k, acc_s, wg_tid, nxt)
+                self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
+                warpgroup.wait_group(1)  # QK(c+1) done; PV_lo(c) may still run
+                self._softmax(*sm, nxt, (c + 1) % 2)
+                warpgroup.wait_group(0)
+                if c + self.kv_bufs < n_chunks:
+                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                # P(c+1) goes into the A registers only now: PV_lo(c) read them until the wait. It is
+                # shared from them too: converted twice, ptxas would fold the two conversions and
+                # see the fragment redefined under the running PV (and serialize the wgmma).
+                t_or_p.store(acc_s.load().to(Float16))
+                self._share_p(*share, c + 1, (c + 1) % 2)
+                self._rescale(acc_o, scale_o)
+            if n_chunks > 0:
+                self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, (n_chunks - 1) % self.kv_bufs)
+                warpgroup.wait_group(0)
+        else:
+            for c in cutlass.range(n_chunks, unroll=1):
+                buf = c % self.kv_bufs
+                pb = c % 2
+                cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+                self._issue_qk(s_q, s_k, acc_s, wg_tid, buf)
+                warpgroup.wait_group(0)
+                self._softmax(*sm, buf, pb)
+                t_or_p.store(acc_s.load().to(Float16))
+                self._share_p(*share, c, pb)
+                self._rescale(acc_o, scale_o)
+                self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
+                warpgroup.wait_group(0)
+                if c + self.kv_bufs < n_chunks:
+                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
 
         # Epilogue: the rows' output factors (for both halves) and LSE, then this half of O.
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
@@ -152,6 +179,19 @@ class SharedPDecodeKernel(SparseDecodeKernel):
                     head = head_tile * self.M + t_cs[2 * rh][0]
                     if head < num_heads:
                         self._store_lse(lse, row, split, head, lse_val[rh])
+
+    @cute.jit
+    def _share_p(self, thr_pv, t_or_p, s_p, s_scale, t_cs, scale_o, wg_tid, c, pb):
+        """P of chunk c (the PV A fragment `t_or_p`) and its rescale factors into P buffer pb for
+        warpgroup 1, once that warpgroup is done with chunk c-2's."""
+        if c >= 2:
+            cute.arch.barrier(barrier_id=BAR_P_EMPTY + pb, number_of_threads=2 * WG)
+        thr_pv.partition_A(s_p[None, None, pb]).store(t_or_p.load())
+        if wg_tid % 4 == 0:
+            for rh in cutlass.range_constexpr(2):
+                s_scale[t_cs[2 * rh][0], pb] = scale_o[rh]
+        cute.arch.fence_proxy("async.shared", space="cta")  # P is read by warpgroup 1's wgmma
+        cute.arch.barrier_arrive(barrier_id=BAR_P_FULL + pb, number_of_threads=2 * WG)
 
     # ---------------------------------------------------------------- warpgroup 1
     @cute.jit
