@@ -119,7 +119,7 @@ class DecodeKernelConfig:
     def max_load_sets(self) -> int:
         """Register sets the ld_global producer can keep in flight: 16 registers each, next to the
         addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets."""
-        return 5 if self.scores == "one" else 2
+        return 4 if self.scores == "one" else 2
 
     def gather_tokens(self) -> int:
         """Tokens per stage of the raw gather ring (ld_global: per register set)."""

@@ -260,7 +260,7 @@ HEADS_M_CONFIGS = [
         (64, 4, 2, 128, "ld_global", "one", False), (64, 2, 2, 0, "ld_global", "one", False),
         (32, 3, 3, 128, "ld_global", "one", False), (32, 4, 2, 128, "cp_async", "one", False),
         (32, 2, 2, 128, "ld_global", "split", False), (32, 2, 3, 0, "ld_global", "split", True),
-        (64, 5, 2, 128, "ld_global", "one", True), (48, 5, 3, 128, "ld_global", "one", True),
+        (64, 4, 2, 128, "ld_global", "one", True), (48, 3, 3, 128, "ld_global", "one", True),
         (48, 4, 3, 0, "ld_global", "one", False), (32, 4, 2, 0, "cp_async", "one", True),
     ]
 ]

@@ -251,7 +251,7 @@ def test_tokens_as_m_config_rules():
     assert lg.validate() is lg and lg.label() == "n64 st4 kv2 w128 lg s1" and lg.gather_tokens() == 16
     assert lg.smem_bytes() < DecodeKernelConfig(chunk_tokens=64, stages=4, scores="one").smem_bytes()
     for bad, msg in [
-        (dict(stages=6), "keeps 2..5 register sets"),
+        (dict(stages=5), "keeps 2..4 register sets"),
         (dict(scores="split", stages=4, chunk_tokens=32), "keeps 2..2 register sets"),
         (dict(kv_buffers=3), "bytes of shared memory"),
         (dict(q_in_regs=True), "scores='one' takes q_in_regs=False"),

@@ -54,7 +54,7 @@ def tokens_m_barriers(raw_slots: int):
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False):
+                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -86,6 +86,11 @@ class LatentGather:
         self.q_vec = 8  # bf16 elements per 16-byte Q load
         self.q_passes = self.q_rows * DIM // self.q_vec // WG
         assert self.q_passes * self.q_vec * WG == self.q_rows * DIM
+        # Q loads issued together before any is converted (4 registers each, out of the `regs` the
+        # producer thread has): a load per round trip would cost 32 round trips for 64 heads.
+        self.q_batch = max(1, min(8, self.q_passes, (regs - 24) // 4))
+        while self.q_passes % self.q_batch:
+            self.q_batch -= 1
         assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
 
     @cute.jit
@@ -123,26 +128,36 @@ class LatentGather:
 
     @cute.jit
     def _store_q(self, q, s_q, head_tile, row, wg_tid):
-        """Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero."""
+        """Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero. The loads of a
+        batch are unconditional (a clamped head) so they are all in flight at once."""
         num_heads = q.shape[1]
         q_per_row = DIM // self.q_vec
-        for i in cutlass.range_constexpr(self.q_passes):
-            piece = wg_tid + WG * i
-            h = piece // q_per_row
-            c8 = piece % q_per_row
-            head = head_tile * self.q_rows + h
-            rq = cute.make_rmem_tensor(cute.make_layout(self.q_vec), Float16)
-            rq.fill(0.0)
-            if head < num_heads:
-                g = cute.local_tile(q[row, head, None], (self.q_vec,), (c8,))
-                rq.store(g.load().to(Float16))
-            if cutlass.const_expr(self.fragment_order):
-                # Physical dims 8*c8 + e go in (e // 2)-th pairs to logical_dim(8*c8) + 8 * (e // 2).
-                first = logical_dim(c8 * self.q_vec)
-                for k in cutlass.range_constexpr(self.q_vec // 2):
-                    cute.local_tile(s_q[h, None], (2,), (first // 2 + 4 * k,)).store(cute.local_tile(rq, (2,), (k,)).load())
-            else:
-                cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
+        for b in cutlass.range_constexpr(self.q_passes // self.q_batch):
+            raw = cute.make_rmem_tensor(cute.make_layout((self.q_vec, self.q_batch)), q.element_type)
+            for k in cutlass.range_constexpr(self.q_batch):
+                piece = wg_tid + WG * (b * self.q_batch + k)
+                head = cutlass.min(head_tile * self.q_rows + piece // q_per_row, num_heads - 1)
+                raw[None, k].store(cute.local_tile(q[row, head, None], (self.q_vec,), (piece % q_per_row,)).load())
+            for k in cutlass.range_constexpr(self.q_batch):
+                self._put_q(s_q, raw[None, k], head_tile, wg_tid + WG * (b * self.q_batch + k), num_heads)
+
+    @cute.jit
+    def _put_q(self, s_q, raw, head_tile, piece, num_heads):
+        """One loaded 8-element piece of Q (BF16) into the FP16 tile, zero past the head count."""
+        q_per_row = DIM // self.q_vec
+        h = piece // q_per_row
+        c8 = piece % q_per_row
+        rq = cute.make_rmem_tensor(cute.make_layout(self.q_vec), Float16)
+        rq.fill(0.0)
+        if head_tile * self.q_rows + h < num_heads:
+            rq.store(raw.load().to(Float16))
+        if cutlass.const_expr(self.fragment_order):
+            # Physical dims 8*c8 + e go in (e // 2)-th pairs to logical_dim(8*c8) + 8 * (e // 2).
+            first = logical_dim(c8 * self.q_vec)
+            for k in cutlass.range_constexpr(self.q_vec // 2):
+                cute.local_tile(s_q[h, None], (2,), (first // 2 + 4 * k,)).store(cute.local_tile(rq, (2,), (k,)).load())
+        else:
+            cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
     def _first_ids(self, phys, s_ids, row, start, end, tok0, wg_tid, total_rows):

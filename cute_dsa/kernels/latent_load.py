@@ -14,6 +14,8 @@ Row ids, Q staging, holes (zero rows marked invalid) and the FULL/EMPTY hand-ove
 
 from __future__ import annotations
 
+import math
+
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Int32, Uint32
@@ -49,14 +51,14 @@ class DirectLatentGather(LatentGather):
             self._load_ids(ids, phys, row, start + (g + 1) * self.N + tok0, end, total_rows)
 
     @cute.jit
-    def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, c16, tok0):
-        """Group g from register set s -> its rows of the K/V tile (FP8 -> FP16), waiting for the
-        tile's EMPTY first and handing it over (FULL) after its last group."""
+    def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, part: cutlass.Constexpr, c16, tok0):
+        """Group g (part `part` of its K/V tile) from register set s -> its rows of the tile
+        (FP8 -> FP16), waiting for the tile's EMPTY first and handing it over (FULL) after its last group."""
         tile = g // self.R
-        part = g % self.R
         buf = tile % self.kv_bufs
-        if tile >= self.kv_bufs and part == 0:
-            cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
+        if cutlass.const_expr(part == 0):
+            if tile >= self.kv_bufs:
+                cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
         # A row is 8 swizzle atoms of 64 dims, n x 128 bytes apart: lanes 4a..4a+3 write atom a.
         # Odd atoms store their upper 16 bytes first, so each store fills all eight 16-byte bank
         # groups of a 128-byte line (even atoms: units 0,2,4,6; odd atoms: 1,3,5,7).
@@ -79,7 +81,7 @@ class DirectLatentGather(LatentGather):
                 cute.local_tile(dst, (PIECE // 2,), (half,)).store(v.load())
             if c16 == 0:
                 s_valid[tok, buf] = (valid[s] >> i) & 1
-        if part == self.R - 1:
+        if cutlass.const_expr(part == self.R - 1):
             # Ordinary stores read next by wgmma (the async proxy).
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
@@ -111,12 +113,14 @@ class DirectLatentGather(LatentGather):
             if s < n_groups:
                 self._issue(*at, Int32(s), s, *where)
         # Group g is converted from set g % sets right after group g + sets - 1 is issued into the
-        # set group g - 1 used: `sets - 1` groups stay in flight.
-        for base in cutlass.range(0, n_groups, sets, unroll=1):
-            for s in cutlass.range_constexpr(sets):
+        # set group g - 1 used: `sets - 1` groups stay in flight. The body covers a whole number of
+        # register sets and of K/V tiles, so every set index and tile position in it is a constant.
+        span = math.lcm(sets, self.R)
+        for base in cutlass.range(0, n_groups, span, unroll=1):
+            for s in cutlass.range_constexpr(span):
                 g = base + s
                 if g + sets - 1 < n_groups:
                     self._issue(*at, g + sets - 1, (s + sets - 1) % sets, *where)
                 if g < n_groups:
-                    self._store(raw, valid, s_k, s_valid, g, s, c16, tok0)
+                    self._store(raw, valid, s_k, s_valid, g, s % sets, s % self.R, c16, tok0)
 

@@ -58,19 +58,23 @@ class SparseDecodeKernel(DecodeKernelBase):
         self.flat_cache = variant.flat_cache
         self.ld_global = cfg.gather == "ld_global"
         self.shared_p = cfg.scores == "one"  # set here, used by the SharedPDecodeKernel subclass
-        # Registers per thread after setmaxnreg. The pool is what the launch allocated (168 per
-        # thread x 384 = 64512), and setmaxnreg.inc waits until enough is free: asking for more
-        # than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma A operand
-        # costs the consumers 64 more, taken from the producer: 2*128*240 + 128*24 = 64512. The
-        # ld_global producer holds its in-flight rows in registers: 2*128*216 + 128*72.
-        self.regs_consumer, self.regs_producer = (240, 24) if self.q_in_regs else (216, 72) if self.ld_global else (232, 40)
-        assert 2 * WG * self.regs_consumer + WG * self.regs_producer <= 168 * 3 * WG
+        self.regs_consumer, self.regs_producer = self._register_plan()
         self.num_threads = 3 * WG
         self.gather = (DirectLatentGather if self.ld_global else LatentGather)(
             gather_tokens=cfg.gather_tokens(), tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
-            handoff_threads=3 * WG, signal_q=self.q_in_regs,
+            handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
         )
+
+    def _register_plan(self):
+        """(consumer, producer) registers per thread after setmaxnreg. The pool is what the launch
+        allocated (168 per thread x 384 = 64512), and setmaxnreg.inc waits until enough is free:
+        asking for more than the pool deadlocks (seen on the H200 with 240/32). Q held as a wgmma
+        A operand costs the consumers 64 more, taken from the producer: 2*128*240 + 128*24 =
+        64512. The ld_global producer holds its in-flight rows in registers: 2*128*216 + 128*72."""
+        plan = (240, 24) if self.q_in_regs else (216, 72) if self.ld_global else (232, 40)
+        assert 2 * WG * plan[0] + WG * plan[1] <= 168 * 3 * WG
+        return plan
 
     # ---------------------------------------------------------------- layouts
     def _layouts(self):

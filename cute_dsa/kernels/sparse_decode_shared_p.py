@@ -36,10 +36,13 @@ class SharedPDecodeKernel(SparseDecodeKernel):
     def __init__(self, variant):
         super().__init__(variant)
         assert self.shared_p and not self.q_in_regs
-        # Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
-        # holds up to 4 register sets of rows. 128 * (224 + 160 + 120) = 64512, the launch's pool.
-        self.regs_scorer, self.regs_second, self.regs_producer = 224, 160, 120
-        assert WG * (self.regs_scorer + self.regs_second + self.regs_producer) <= 168 * 3 * WG
+
+    def _register_plan(self):
+        """Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
+        holds up to 4 register sets of rows (5 spill). 128 * (224 + 160 + 120) = 64512, the launch's pool."""
+        self.regs_scorer, self.regs_second = 224, 160
+        assert WG * (self.regs_scorer + self.regs_second + 120) <= 168 * 3 * WG
+        return self.regs_scorer, 120
 
     def _p_layout(self):
         atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)

@@ -79,7 +79,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         self.gather = LatentGather(
             gather_tokens=self.G, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
-            handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer",
+            handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer", regs=self.regs_producer,
             fragment_order=self.register_fed,
         )
 
