@@ -118,8 +118,10 @@ class DecodeKernelConfig:
 
     def max_load_sets(self) -> int:
         """Register sets the ld_global producer can keep in flight: 16 registers each, next to the
-        addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets."""
-        return 4 if self.scores == "one" else 2
+        addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets. Its loop is
+        unrolled over whole sets and tiles, so 3 or 4 sets over 32-token tiles (2 groups) unroll 6
+        or 4 groups with constant addressing each, which spills (ptxas, sm_90a): 2 there."""
+        return 4 if self.scores == "one" and self.chunk_tokens >= 48 else 2
 
     def gather_tokens(self) -> int:
         """Tokens per stage of the raw gather ring (ld_global: per register set)."""

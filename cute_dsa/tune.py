@@ -50,8 +50,8 @@ TOKENS_M_STAGES = {"producer": (2, 3, 4), "consumer": (4,), "registers": (4, 6)}
 # (chunk, register sets / ring stages, K/V buffers, gather, scores, overlap), each with both id windows.
 # 48-token tiles are the largest of which three fit next to Q (no raw ring, no score exchange).
 HEADS_M_LOADS = [(32, 2, kv, "ld_global", "split", ov) for kv in (2, 3) for ov in (False, True)]
-HEADS_M_LOADS += [(n, st, kv, "ld_global", "one", ov) for n, kv in ((32, 2), (32, 3), (48, 3), (64, 2))
-                  for st in (3, 4) for ov in (False, True)]
+HEADS_M_LOADS += [(n, st, kv, "ld_global", "one", ov) for n, kv in ((48, 3), (64, 2)) for st in (3, 4) for ov in (False, True)]
+HEADS_M_LOADS += [(32, 2, kv, "ld_global", "one", ov) for kv in (2, 3) for ov in (False, True)]
 HEADS_M_LOADS += [(32, st, 2, "cp_async", "one", ov) for st in (2, 4) for ov in (False, True)]
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic

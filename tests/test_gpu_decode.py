@@ -258,7 +258,7 @@ HEADS_M_CONFIGS = [
     cute_dsa.DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, id_window=w, gather=g, scores=sc, overlap=ov)
     for n, st, kv, w, g, sc, ov in [
         (64, 4, 2, 128, "ld_global", "one", False), (64, 2, 2, 0, "ld_global", "one", False),
-        (32, 3, 3, 128, "ld_global", "one", False), (32, 4, 2, 128, "cp_async", "one", False),
+        (32, 2, 3, 128, "ld_global", "one", False), (32, 4, 2, 128, "cp_async", "one", False),
         (32, 2, 2, 128, "ld_global", "split", False), (32, 2, 3, 0, "ld_global", "split", True),
         (64, 4, 2, 128, "ld_global", "one", True), (48, 3, 3, 128, "ld_global", "one", True),
         (48, 4, 3, 0, "ld_global", "one", False), (32, 4, 2, 0, "cp_async", "one", True),

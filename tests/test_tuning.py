@@ -253,6 +253,7 @@ def test_tokens_as_m_config_rules():
     for bad, msg in [
         (dict(stages=5), "keeps 2..4 register sets"),
         (dict(scores="split", stages=4, chunk_tokens=32), "keeps 2..2 register sets"),
+        (dict(stages=3, chunk_tokens=32), "keeps 2..2 register sets"),
         (dict(kv_buffers=3), "bytes of shared memory"),
         (dict(q_in_regs=True), "scores='one' takes q_in_regs=False"),
         (dict(scores="split", chunk_tokens=48, stages=2), "chunk_tokens=48: only with gather='ld_global', scores='one'"),
