@@ -14,6 +14,11 @@ MIN_CHUNKS_PER_SPLIT = 2  # fewer and the per-CTA prologue (Q load) dominates
 # conversion: 1.00-1.27x in the H200 sweep at 64-256 rows, within 5% either way at 32 and slower
 # at 8 and below, where a CTA has too few chunks to hide the longer per-chunk chain.
 REGISTER_FED_MIN_ROWS = 64
+# Heads as M from this many rows up: 64-token tiles gathered through registers, one consumer
+# scoring (8-27% faster than the default heads-as-M config at 32-128 rows with 64 and 128 heads
+# on the H200, fded3fe; not measured below 32 rows, where the default keeps more splits).
+ONE_SCORER_MIN_ROWS = 32
+ONE_SCORER_CONFIG = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
 
 
 def tokens_m_tile(heads: int) -> Optional[int]:
@@ -25,9 +30,12 @@ def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
     """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
     the H200): for 8 and 16 heads register-fed consumers from REGISTER_FED_MIN_ROWS rows up and
     consumer-side conversion below (register-fed with the early slot hand-back); 32 heads producer-converted (its register-fed O^T leaves one
-    fragment buffer, slower in every bucket); heads as M above."""
+    fragment buffer, slower in every bucket); heads as M above (from ONE_SCORER_MIN_ROWS rows
+    with 64-token tiles and one scoring consumer)."""
     tile = tokens_m_tile(problem.num_heads)
     if tile is None:
+        if problem.num_rows >= ONE_SCORER_MIN_ROWS:
+            return ONE_SCORER_CONFIG
         return DecodeKernelConfig()
     if tile <= 16:
         if problem.num_rows >= REGISTER_FED_MIN_ROWS:

@@ -62,10 +62,10 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         from .tune import config_space
 
         default = DecodeKernelConfig()
-        # The heuristic's configs (heads as M, and tokens as M for 8, 16 and 32 heads at small and
-        # large batch) with every flag; every other tunable config direct and split.
+        # The heuristic's configs (tokens as M for 8, 16 and 32 heads and heads as M for 64, at
+        # small and large batch) with every flag; every other tunable config direct and split.
         defaults = [default]
-        for h, rows in itertools.product((8, 16, 32), (8, 256)):  # small and large batch choices
+        for h, rows in itertools.product((8, 16, 32, 64), (8, 256)):  # small and large batch choices
             cfg = default_config(SimpleNamespace(num_heads=h, num_rows=rows))
             defaults += [cfg] if cfg not in defaults else []
         decodes = decode_variants(defaults) + decode_variants([c for c in config_space()[0] if c not in defaults], all_flags=False)

@@ -285,6 +285,8 @@ def test_tokens_as_m_config_rules():
     assert fit_to_heads(default_config(_problem(rows=64, heads=8)), 32).label() == "t32 st3 w128"  # no 're' without 'rf'
     assert default_config(_problem(rows=63, heads=8)).label() == "t8 st4 w128 cc"
     assert default_config(_problem(rows=256, heads=32)).label() == "t32 st3 w128"
+    assert default_config(_problem(rows=32, heads=64)).label() == "n64 st4 kv2 w128 lg s1"
+    assert default_config(_problem(rows=31, heads=128)) == DecodeKernelConfig()
 
     assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
     # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
