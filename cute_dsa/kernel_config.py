@@ -74,7 +74,7 @@ class DecodeKernelConfig:
                 raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected 16, 32, 48 or 64")
             if self.chunk_tokens == 48 and (self.gather, self.scores) != ("ld_global", "one"):
                 # 48 tokens: three K/V tiles next to Q with neither a raw ring nor a score exchange.
-                raise ValueError(f"chunk_tokens=48: only with gather='ld_global', scores='one'")
+                raise ValueError("chunk_tokens=48: only with gather='ld_global', scores='one'")
         else:
             if self.head_tile not in TOKENS_M_HEAD_TILES:
                 raise ValueError(f"head_tile={self.head_tile}: expected one of {TOKENS_M_HEAD_TILES} for tiling 'tokens_m'")
