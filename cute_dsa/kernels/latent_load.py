@@ -6,7 +6,8 @@ register sets, so `stages - 1` groups are in flight while it converts the oldest
 (`cvt.rn.f16x2.e4m3x2`) and stores it into the consumers' swizzled K/V tile. Compared with the
 cp.async ring this frees `stages` x 16-token raw stages of shared memory (room for 64-token K/V
 tiles) and drops a shared-memory write and read per byte gathered. The register sets are
-indexed by constants: the loop over groups is unrolled by `stages`.
+indexed by constants: the loop over groups is unrolled over whole register sets and K/V tiles.
+At most 4 sets (16 registers each in the producer's 120; a fifth spills).
 
 Row ids, Q staging, holes (zero rows marked invalid) and the FULL/EMPTY hand-over are as in
 `LatentGather`.
