@@ -21,8 +21,10 @@ def cmd_demo(args) -> int:
         os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     from . import dsa_decode
     from .compile import build_decode, build_resolve
-    from .heuristics import resolve_table_slots
-    from .kernel_config import DecodeKernelConfig, DecodeVariant
+    from .checks import DecodeProblem
+    from .config_select import choice_for
+    from .heuristics import NUM_SMS_H200, resolve_table_slots
+    from .kernel_config import DecodeVariant
     from .reference import masked_attention
     from .testing import make_inputs, relative_error
 
@@ -35,11 +37,15 @@ def cmd_demo(args) -> int:
     print(f"oracle (dense masked, float64, {dev}): {time.time() - t:.2f} s, |out| = {ref_o.norm():.3f}")
     if dev == "cpu":
         t = time.time()
+        # The config an H200 would run for this shape (its tuned table, else the heuristic).
+        problem = DecodeProblem(rows, heads, width, inp.kv_cache.shape[0], inp.kv_cache.shape[1], inp.kv_cache.shape[2],
+                                False, False, flat_cache=True)
+        cfg = choice_for(problem, "NVIDIA H200", NUM_SMS_H200).config
         build_resolve(resolve_table_slots(width))
         for split in (False, True):
-            build_decode(DecodeVariant(DecodeKernelConfig(), split=split, write_lse=True,
-                                       k_scale_on_device=False, v_scale_on_device=False))
-        print(f"compiled the decode kernels for sm_90a in {time.time() - t:.1f} s")
+            build_decode(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False,
+                                       v_scale_on_device=False, flat_cache=True))
+        print(f"compiled the decode kernels ({cfg.label()}, the H200 choice for this shape) for sm_90a in {time.time() - t:.1f} s")
         print("No Hopper GPU here: launching the kernel needs an sm_90 GPU (H100/H200). Oracle and compile done.")
         return 0
     out, lse = dsa_decode(*inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale)

@@ -14,11 +14,10 @@ MIN_CHUNKS_PER_SPLIT = 2  # fewer and the per-CTA prologue (Q load) dominates
 # conversion: 1.00-1.27x in the H200 sweep at 64-256 rows, within 5% either way at 32 and slower
 # at 8 and below, where a CTA has too few chunks to hide the longer per-chunk chain.
 REGISTER_FED_MIN_ROWS = 64
-# Heads as M from this many rows up: 64-token tiles gathered through registers, one consumer
-# scoring (8-27% faster than the default heads-as-M config at 32-128 rows with 64 and 128 heads
-# on the H200, fded3fe; not measured below 32 rows, where the default keeps more splits).
-ONE_SCORER_MIN_ROWS = 32
-ONE_SCORER_CONFIG = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
+# Heads as M: 64-token tiles gathered through registers, one consumer scoring. Faster than the
+# 32-token cp.async configs in every 64/128-head bucket measured on the H200: 8-27% at 32-256 rows
+# (fded3fe) and 17-34% at 1-8 rows (793a259).
+HEADS_M_CONFIG = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
 
 
 def tokens_m_tile(heads: int) -> Optional[int]:
@@ -30,13 +29,10 @@ def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
     """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
     the H200): for 8 and 16 heads register-fed consumers from REGISTER_FED_MIN_ROWS rows up and
     consumer-side conversion below (register-fed with the early slot hand-back); 32 heads producer-converted (its register-fed O^T leaves one
-    fragment buffer, slower in every bucket); heads as M above (from ONE_SCORER_MIN_ROWS rows
-    with 64-token tiles and one scoring consumer)."""
+    fragment buffer, slower in every bucket); heads as M above (HEADS_M_CONFIG)."""
     tile = tokens_m_tile(problem.num_heads)
     if tile is None:
-        if problem.num_rows >= ONE_SCORER_MIN_ROWS:
-            return ONE_SCORER_CONFIG
-        return DecodeKernelConfig()
+        return HEADS_M_CONFIG
     if tile <= 16:
         if problem.num_rows >= REGISTER_FED_MIN_ROWS:
             # The ring slot handed back before the softmax: 3-14% faster at 64-256 rows (H200, 1ae5a9b).
@@ -53,7 +49,7 @@ def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
         return config
     tile = tokens_m_tile(heads)
     if tile is None:
-        return DecodeKernelConfig()
+        return HEADS_M_CONFIG
     fitted = replace(config, head_tile=tile)
     if tile == 32 and config.convert == "registers":  # 32 heads register-fed: slower in every bucket
         fitted = replace(fitted, stages=3, convert="producer", release_early=False, id_window=config.id_window or 128)

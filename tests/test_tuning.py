@@ -226,7 +226,7 @@ def test_watchdog_records_a_stalled_or_dead_candidate_and_resumes(tmp_path, mode
 
 
 def test_tokens_as_m_config_rules():
-    from cute_dsa.heuristics import default_config, fit_to_heads, tokens_m_tile
+    from cute_dsa.heuristics import HEADS_M_CONFIG, default_config, fit_to_heads, tokens_m_tile
 
     t = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=3)
     assert t.validate() is t and t.label() == "t16 st3 w128" and t.gather_tokens() == 32
@@ -286,7 +286,7 @@ def test_tokens_as_m_config_rules():
     assert default_config(_problem(rows=63, heads=8)).label() == "t8 st4 w128 cc"
     assert default_config(_problem(rows=256, heads=32)).label() == "t32 st3 w128"
     assert default_config(_problem(rows=32, heads=64)).label() == "n64 st4 kv2 w128 lg s1"
-    assert default_config(_problem(rows=31, heads=128)) == DecodeKernelConfig()
+    assert default_config(_problem(rows=1, heads=128)).label() == "n64 st4 kv2 w128 lg s1"
 
     assert [tokens_m_tile(h) for h in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, None, None]
     # A tuned tokens-as-M choice for another head count takes the tile that holds the heads,
@@ -294,12 +294,12 @@ def test_tokens_as_m_config_rules():
     t4 = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=4)
     assert fit_to_heads(t4, 5).head_tile == 8 and fit_to_heads(t4, 5).stages == 4
     assert fit_to_heads(t4, 24) == DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3)
-    assert fit_to_heads(t4, 40) == DecodeKernelConfig()  # above 32 heads: heads as M
+    assert fit_to_heads(t4, 40) == HEADS_M_CONFIG  # above 32 heads: heads as M
     assert fit_to_heads(DecodeKernelConfig(stages=4), 8) == DecodeKernelConfig(stages=4)
     assert default_config(_problem(heads=12)).label() == "t16 st4 w128 cc"
     assert fit_to_heads(default_config(_problem(heads=12)), 32).label() == "t32 st3 w128"
     assert default_config(_problem(heads=32)).head_tile == 32
-    assert default_config(_problem(heads=48)) == DecodeKernelConfig()
+    assert default_config(_problem(heads=48)) == HEADS_M_CONFIG
 
     # The tuner tries tokens as M only with the head tile that fits the bucket's heads.
     ok = config_space()[0]
