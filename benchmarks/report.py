@@ -1,5 +1,5 @@
 """Render `cute-dsa bench --json` output as the markdown tables of benchmarks/h200.md, with every
-cell judged against issue 3's targets.
+cell judged against issue 3's targets (ratios by CUDA-graph replay where both were timed).
 
     python benchmarks/report.py bench.json [more.json ...] > part.md
 """
@@ -19,11 +19,19 @@ def ratio_target(batch: int, heads: int) -> float:
     return 1.2 if heads == 64 else 1.0
 
 
+def graph_ratio(r: dict):
+    """FlashMLA / ours with CUDA-graph replays (the kernel-side comparison), else the eager ratio."""
+    if r.get("flashmla_graph_us") and r.get("ours_graph_us"):
+        return r["flashmla_graph_us"] / r["ours_graph_us"]
+    return r.get("ratio")
+
+
 def judge(r: dict) -> str:
     notes = []
-    if r.get("ratio") is not None:
+    ratio = graph_ratio(r)
+    if ratio is not None:
         t = ratio_target(r["batch"], r["heads"])
-        notes.append(f"{'met' if r['ratio'] >= t else 'MISSED'} ≥{t:.1f}×")
+        notes.append(f"{'met' if ratio >= t else 'MISSED'} ≥{t:.1f}×")
     if r["batch"] >= 64:
         notes.append(f"{'met' if r['roof_frac'] >= 0.6 else 'MISSED'} ≥60% roof")
     return ", ".join(notes)
@@ -55,8 +63,9 @@ def render(doc: dict) -> str:
     ratios = [r["ratio"] for r in doc["rows"] if r.get("ratio")]
     if ratios:
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        met = sum(1 for r in doc["rows"] if r.get("ratio") and r["ratio"] >= ratio_target(r["batch"], r["heads"]))
-        lines += ["", f"FlashMLA/ours geomean {geo:.2f}×, min {min(ratios):.2f}×, max {max(ratios):.2f}×; ratio target met in {met}/{len(ratios)} cells."]
+        met = sum(1 for r in doc["rows"] if graph_ratio(r) and graph_ratio(r) >= ratio_target(r["batch"], r["heads"]))
+        lines += ["", f"FlashMLA/ours (eager) geomean {geo:.2f}×, min {min(ratios):.2f}×, max {max(ratios):.2f}×; "
+                      f"ratio target met (graph replay) in {met}/{len(ratios)} cells."]
     graph = [r["flashmla_graph_us"] / r["ours_graph_us"] for r in doc["rows"] if r.get("flashmla_graph_us")]
     if graph:
         geo = math.exp(sum(map(math.log, graph)) / len(graph))
