@@ -15,8 +15,8 @@ MIN_CHUNKS_PER_SPLIT = 2  # fewer and the per-CTA prologue (Q load) dominates
 # at 8 and below, where a CTA has too few chunks to hide the longer per-chunk chain.
 REGISTER_FED_MIN_ROWS = 64
 # Heads as M: 64-token tiles gathered through registers, one consumer scoring. Faster than the
-# 32-token cp.async configs in every 64/128-head bucket measured on the H200: 8-27% at 32-256 rows
-# (fded3fe) and 17-34% at 1-8 rows (793a259).
+# 32-token cp.async configs in every 64/128-head bucket measured on the H200: it won the re-tune
+# of every bucket from 32 rows (fded3fe) and was 17-34% faster at 1-8 rows (793a259).
 HEADS_M_CONFIG = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
 
 
