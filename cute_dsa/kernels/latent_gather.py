@@ -160,6 +160,29 @@ class LatentGather:
             cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
+    def _prologue(self, q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid):
+        """What every producer does before its first row: (block size, cache rows, this thread's
+        16-byte column and first token of a pass, first ids, pending id window). Q is staged first:
+        it does not depend on the resolve kernel, so under programmatic dependent launch it is
+        staged while that kernel drains; the row ids do."""
+        block_size = Int32(1)
+        total_rows = cache.shape[0]
+        if cutlass.const_expr(not self.flat_cache):
+            block_size = cache.shape[1]
+            total_rows = cache.shape[0] * block_size
+        c16 = wg_tid % self.pieces_per_row
+        tok0 = wg_tid // self.pieces_per_row
+        self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(not self.convert):
+            # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
+            cute.arch.fence_proxy("async.shared", space="cta")
+        if cutlass.const_expr(self.signal_q):
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
+        cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
+        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
+        return block_size, total_rows, c16, tok0, ids, pend
+
+    @cute.jit
     def _first_ids(self, phys, s_ids, row, start, end, tok0, wg_tid, total_rows):
         """(ids, pend): the first stage's row ids in registers (id_window 0), or the first id window
         in shared memory and the second one's loads in flight in `pend`."""
@@ -235,27 +258,10 @@ class LatentGather:
     def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid."""
-        block_size = Int32(1)
-        total_rows = cache.shape[0]
-        if cutlass.const_expr(not self.flat_cache):
-            block_size = cache.shape[1]
-            total_rows = cache.shape[0] * block_size
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
-        c16 = wg_tid % self.pieces_per_row
-        tok0 = wg_tid // self.pieces_per_row
-        # Q first: it does not depend on the resolve kernel, so under programmatic dependent
-        # launch it is staged while that kernel drains; the row ids do.
-        self._store_q(q, s_q, head_tile, row, wg_tid)
-        if cutlass.const_expr(not self.convert):
-            # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
-            cute.arch.fence_proxy("async.shared", space="cta")
-        if cutlass.const_expr(self.signal_q):
-            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
-        cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
-
-        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
+        block_size, total_rows, c16, tok0, ids, pend = self._prologue(q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid)
         win = self.id_window
 
         zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)

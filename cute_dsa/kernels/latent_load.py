@@ -22,7 +22,7 @@ import cutlass.cute as cute
 from cutlass import Float16, Int32, Uint32
 
 from .fp8_fragments import cvt_high, cvt_low
-from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, PIECE, WG, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, PIECE, LatentGather
 
 WORDS = PIECE // 4  # 32-bit words per 16-byte piece
 
@@ -91,18 +91,7 @@ class DirectLatentGather(LatentGather):
     def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)"""
-        block_size = Int32(1)
-        total_rows = cache.shape[0]
-        if cutlass.const_expr(not self.flat_cache):
-            block_size = cache.shape[1]
-            total_rows = cache.shape[0] * block_size
-        c16 = wg_tid % self.pieces_per_row
-        tok0 = wg_tid // self.pieces_per_row
-        self._store_q(q, s_q, head_tile, row, wg_tid)
-        if cutlass.const_expr(self.signal_q):
-            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
-        cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
-        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
+        block_size, total_rows, c16, tok0, ids, pend = self._prologue(q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid)
 
         sets = self.stages
         raw = cute.make_rmem_tensor(cute.make_layout((WORDS, self.row_passes, sets)), Uint32)

@@ -97,11 +97,26 @@ class SparseDecodeKernel(DecodeKernelBase):
             Float16, Float16, OperandMajorMode.K, OperandMajorMode.K, Float32, (1, 1, 1), (self.M, self.N),
             a_source=warpgroup.OperandSource.RMEM if self.q_in_regs else warpgroup.OperandSource.SMEM,
         )
-        mma_pv = sm90_utils.make_trivial_tiled_mma(
+        return mma_qk, self._mma_pv(warpgroup.OperandSource.RMEM)
+
+    def _mma_pv(self, p_source):
+        """O[:, 256 dims] += P V[:, 256 dims], P from registers (RMEM) or shared memory (SMEM)."""
+        return sm90_utils.make_trivial_tiled_mma(
             Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG),
-            a_source=warpgroup.OperandSource.RMEM,
+            a_source=p_source,
         )
-        return mma_qk, mma_pv
+
+    def _kv_tiles(self, smem, s_q_l, s_k_l, s_v_l):
+        """The Q tile and the K/V tiles (V: the same bytes seen MN-major) in shared memory."""
+        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
+        s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
+        return s_q, s_k, cute.make_tensor(s_k.iterator, s_v_l.outer)
+
+    def _flags_and_ids(self, smem):
+        """The K/V tiles' row-valid flags and the two id windows."""
+        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
+        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
+        return s_valid, s_ids
 
     # ---------------------------------------------------------------- body
     @cute.kernel
@@ -121,13 +136,10 @@ class SparseDecodeKernel(DecodeKernelBase):
 
         s_q_l, s_k_l, s_v_l, s_raw_l, s_x_l = self._layouts()
         smem = SmemAllocator()
-        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
-        s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
-        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        s_q, s_k, s_v = self._kv_tiles(smem, s_q_l, s_k_l, s_v_l)
         s_raw, s_vring = self._raw_ring(smem, s_raw_l)
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
-        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
-        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
+        s_valid, s_ids = self._flags_and_ids(smem)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
@@ -229,6 +241,15 @@ class SparseDecodeKernel(DecodeKernelBase):
             for i in cutlass.range(cute.size(acc_o), unroll_full=True):
                 acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
 
+    @cute.jit
+    def _store_o(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half):
+        """A consumer's half of O (dims [256 half, +256)), normalised by its rows' factors `inv`."""
+        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
+            coord = t_co[i]
+            head = head_tile * self.M + coord[0]
+            if head < num_heads:
+                self._store_out(out, row, split, head, half * DV_PER_WG + coord[1], acc_o[i] * inv[(i // 2) % 2])
+
     # ---------------------------------------------------------------- consumers
     @cute.jit
     def _consumer(
@@ -323,12 +344,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
             s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
             inv[rh], lse_val[rh] = self._normaliser(s, row_max[rh], vs)
-        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
-            coord = t_co[i]
-            head = head_tile * self.M + coord[0]
-            if head < num_heads:
-                val = acc_o[i] * inv[(i // 2) % 2]
-                self._store_out(out, row, split, head, wg_idx * DV_PER_WG + coord[1], val)
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, wg_idx)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if wg_idx == 0:
                 if wg_tid % 4 == 0:

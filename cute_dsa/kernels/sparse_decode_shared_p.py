@@ -20,10 +20,9 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32
-from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
+from cutlass.cute.nvgpu import warpgroup
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
-import cutlass.utils.hopper_helpers as sm90_utils
 
 from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, WG
 from .sparse_decode import DV_PER_WG, SparseDecodeKernel
@@ -48,12 +47,6 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)
         return cute.tile_to_shape(atom, (self.M, self.N, 2), order=(0, 1, 2))
 
-    def _mma_pv_smem(self):
-        return sm90_utils.make_trivial_tiled_mma(
-            Float16, Float16, OperandMajorMode.K, OperandMajorMode.MN, Float32, (1, 1, 1), (self.M, DV_PER_WG),
-            a_source=warpgroup.OperandSource.SMEM,
-        )
-
     @cute.kernel
     def kernel(
         self,
@@ -72,15 +65,12 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         s_q_l, s_k_l, s_v_l, s_raw_l, _ = self._layouts()
         s_p_l = self._p_layout()
         smem = SmemAllocator()
-        s_q = smem.allocate_tensor(Float16, s_q_l.outer, byte_alignment=1024, swizzle=s_q_l.inner)
-        s_k = smem.allocate_tensor(Float16, s_k_l.outer, byte_alignment=1024, swizzle=s_k_l.inner)
-        s_v = cute.make_tensor(s_k.iterator, s_v_l.outer)
+        s_q, s_k, s_v = self._kv_tiles(smem, s_q_l, s_k_l, s_v_l)
         s_p = smem.allocate_tensor(Float16, s_p_l.outer, byte_alignment=1024, swizzle=s_p_l.inner)
         s_raw, s_vring = self._raw_ring(smem, s_raw_l)
         s_scale = smem.allocate_tensor(Float32, cute.make_layout((self.M, 2)), byte_alignment=16)
         s_fin = smem.allocate_tensor(Float32, cute.make_layout(self.M), byte_alignment=16)
-        s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.N, self.kv_bufs)), byte_alignment=16)
-        s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
+        s_valid, s_ids = self._flags_and_ids(smem)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
@@ -175,7 +165,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             if wg_tid % 4 == 0:
                 s_fin[t_cs[2 * rh][0]] = inv[rh]
         cute.arch.barrier_arrive(barrier_id=BAR_FIN, number_of_threads=2 * WG)
-        self._store_half(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 0)
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 0)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if wg_tid % 4 == 0:
                 for rh in cutlass.range_constexpr(2):
@@ -200,7 +190,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
     @cute.jit
     def _second(self, q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid):
         num_heads = q.shape[1]
-        mma_pv = self._mma_pv_smem()
+        mma_pv = self._mma_pv(warpgroup.OperandSource.SMEM)
         thr_pv = mma_pv.get_slice(wg_tid)
         s_v_hi = cute.local_tile(s_v, (DV_PER_WG, self.N, self.kv_bufs), (1, 0, 0))
         acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((self.M, DV_PER_WG)), Float32)
@@ -232,12 +222,4 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         for rh in cutlass.range_constexpr(2):
             inv[rh] = s_fin[t_co[2 * rh][0]]
-        self._store_half(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 1)
-
-    @cute.jit
-    def _store_half(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half: cutlass.Constexpr):
-        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
-            coord = t_co[i]
-            head = head_tile * self.M + coord[0]
-            if head < num_heads:
-                self._store_out(out, row, split, head, half * DV_PER_WG + coord[1], acc_o[i] * inv[(i // 2) % 2])
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 1)
