@@ -27,9 +27,10 @@ def tokens_m_tile(heads: int) -> Optional[int]:
 
 def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
     """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
-    the H200): for 8 and 16 heads register-fed consumers from REGISTER_FED_MIN_ROWS rows up and
-    consumer-side conversion below (register-fed with the early slot hand-back); 32 heads producer-converted (its register-fed O^T leaves one
-    fragment buffer, slower in every bucket); heads as M above (HEADS_M_CONFIG)."""
+    the H200): for 8 and 16 heads register-fed consumers with the early slot hand-back from
+    REGISTER_FED_MIN_ROWS rows up and consumer-side conversion below; 32 heads producer-converted
+    (its register-fed O^T leaves one fragment buffer, slower in every bucket); heads as M above
+    (HEADS_M_CONFIG)."""
     tile = tokens_m_tile(problem.num_heads)
     if tile is None:
         return HEADS_M_CONFIG

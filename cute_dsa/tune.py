@@ -59,30 +59,24 @@ MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combi
 
 def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelConfig, str]]]:
     """(valid configs, [(pruned config, why)]): configs that cannot fit an SM are pruned here."""
-    ok, pruned = [], []
-    for n, st, kv, ov, qr, w in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS, ID_WINDOWS):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr, id_window=w)
-        try:
-            ok.append(cfg.validate())
-        except ValueError as e:
-            pruned.append((cfg, str(e)))
-    for (n, st, kv, g, sc, ov), w in itertools.product(HEADS_M_LOADS, ID_WINDOWS):
-        cfg = DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, gather=g, scores=sc, overlap=ov, id_window=w)
-        try:
-            ok.append(cfg.validate())
-        except ValueError as e:
-            pruned.append((cfg, str(e)))
+    candidates = [DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, overlap=ov, q_in_regs=qr, id_window=w)
+                  for n, st, kv, ov, qr, w in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS, ID_WINDOWS)]
+    candidates += [DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, gather=g, scores=sc, overlap=ov, id_window=w)
+                   for (n, st, kv, g, sc, ov), w in itertools.product(HEADS_M_LOADS, ID_WINDOWS)]
     tokens_m = [(t, cv, w, st) for t, cv, w in itertools.product(TOKENS_M_HEAD_TILES, CONVERTS, ID_WINDOWS)
                 for st in TOKENS_M_STAGES[cv] if not (cv == "registers" and st == 6 and w)]  # 6 slots: w0 only
     for t, cv, w, st in tokens_m:
         cfg = DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, id_window=w, convert=cv)
-        # Register-fed with two slots per consumer also with the slot handed back before the softmax.
-        early = [replace(cfg, release_early=True)] if cv == "registers" and st == 4 and t <= 16 else []
-        for c in [cfg] + early:
-            try:
-                ok.append(c.validate())
-            except ValueError as e:
-                pruned.append((c, str(e)))
+        candidates.append(cfg)
+        if cv == "registers" and st == 4 and t <= 16:
+            # Register-fed with two slots per consumer also with the slot handed back before the softmax.
+            candidates.append(replace(cfg, release_early=True))
+    ok, pruned = [], []
+    for cfg in candidates:
+        try:
+            ok.append(cfg.validate())
+        except ValueError as e:
+            pruned.append((cfg, str(e)))
     return ok, pruned
 
 
