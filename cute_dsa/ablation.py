@@ -1,9 +1,11 @@
 """`cute-dsa ablate`: where the time of one decode goes, kernel by kernel and stage by stage.
 
-For each shape it times (L2 flushed before every call, CUDA events, median) the three launches of
-`dsa_decode` on their own (resolve, decode, combine), then the decode kernel again with one stage
-dropped (no global gather, no id loads, no FP8 conversion, no wgmma). A stage whose removal saves little is not
-what bounds the kernel. The dropped variants compute garbage: they are timed, never checked.
+For each shape it times (L2 flushed before every call, median; CUDA events, or CUDA-graph replay
+with `--graph`) the whole call, the three launches of `dsa_decode` on their own (resolve, decode,
+combine) and the decode + combine without the resolve launch (what a decode that resolved its own
+ids could at best reach), then the decode kernel again with one stage dropped (no global gather,
+no id loads, no FP8 conversion, no wgmma). A stage whose removal saves little is not what bounds
+the kernel. The dropped variants compute garbage: they are timed, never checked.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from . import compile as kc
 from .bench import SOFTMAX_SCALE, parse_config
 from .bench_inputs import make_bench_problem
 from .checks import check_decode_args
-from .api import cache_operand, launch_plan
+from .api import cache_operand, dsa_decode, launch_plan
 from .grid_args import add_grid_args, int_list
 from .model_config import KV_LORA_RANK
-from .timing import L2Flusher, time_cold
+from .timing import L2Flusher, time_cold, time_graph
 
 DROPS = ("gather", "ids", "convert", "mma")
 
@@ -34,7 +36,8 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
         *inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=None, index_kpool=1, out=None, lse=None
     )
     # The launch dsa_decode would make (tuned, or the forced config with its automatic splits).
-    plan = launch_plan(problem, dev, parse_config(args.config) if args.config else None, None, True)
+    cfg = parse_config(args.config) if args.config else None
+    plan = launch_plan(problem, dev, cfg, args.splits, True)
     splits, seg = plan.splits, plan.split_len
     cache = cache_operand(inp.kv_cache, problem)
     phys = torch.empty_like(inp.indices)
@@ -55,12 +58,28 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
         k = kc.decode_kernel(replace(plan.variant, drop=drop))
         return lambda: k(inp.q, cache, phys, inp.k_scale, inp.v_scale, SOFTMAX_SCALE, o, lse, seg, splits)
 
+    def timed(fn) -> float:
+        if args.graph:
+            return time_graph(fn, flush)
+        return time_cold(fn, flush, iters=args.iters)
+
+    def call():
+        dsa_decode(*inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
+                   config=cfg, num_splits=args.splits, out=out, lse=out_lse)
+
+    def comb():
+        plan.combine(o, lse, out, out_lse)
+
     res()
-    times = {"splits": float(splits), "resolve": time_cold(res, flush, iters=args.iters), "decode": time_cold(dec(), flush, iters=args.iters)}
+    decode = dec()
+    times = {"splits": float(splits), "call": timed(call), "resolve": timed(res), "decode": timed(decode)}
     if splits > 1:
-        times["combine"] = time_cold(lambda: plan.combine(o, lse, out, out_lse), flush, iters=args.iters)
-    for d in DROPS:
-        times[f"-{d}"] = time_cold(dec(d), flush, iters=args.iters)
+        times["combine"] = timed(comb)
+        times["dec+comb"] = timed(lambda: (decode(), comb()))
+    else:
+        times["dec+comb"] = times["decode"]
+    for d in args.drop_list:
+        times[f"-{d}"] = timed(dec(d))
     return times
 
 
@@ -69,7 +88,12 @@ def run(args) -> int:
         print("ablate needs a CUDA GPU (Hopper sm_90); none is visible", file=sys.stderr)
         return 2
     flush = L2Flusher(torch.device("cuda"))
-    cols = ["splits", "resolve", "decode", "combine"] + [f"-{d}" for d in DROPS]
+    args.drop_list = [d for d in (args.drops.split(",") if args.drops else ()) if d]
+    bad = [d for d in args.drop_list if d not in DROPS]
+    if bad:
+        raise SystemExit(f"--drops: unknown stage(s) {bad}; expected a comma list of {', '.join(DROPS)}")
+    cols = ["splits", "call", "resolve", "decode", "combine", "dec+comb"] + [f"-{d}" for d in args.drop_list]
+    print(f"timing: {'CUDA-graph replay' if args.graph else 'CUDA events'}, L2 flushed, median")
     print("| B | H | W | " + " | ".join(c if c == "splits" else c + " µs" for c in cols) + " |")
     print("|" + "---|" * (3 + len(cols)))
     for w in int_list(args.width, (2048,)):
@@ -88,5 +112,8 @@ def add_parser(sub) -> None:
     a.add_argument("--context", type=int, default=32768)
     a.add_argument("--page", type=int, default=64)
     a.add_argument("--iters", type=int, default=20)
+    a.add_argument("--drops", default=",".join(DROPS), help=f"stages to drop, one variant each (default {','.join(DROPS)}; '' for none)")
+    a.add_argument("--splits", type=int, help="force the split count (default: the tuned or automatic one)")
+    a.add_argument("--graph", action="store_true", help="time by CUDA-graph replay (no launch gaps) instead of events")
     a.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6")
     a.set_defaults(fn=run)
