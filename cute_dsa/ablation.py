@@ -22,6 +22,8 @@ from .bench_inputs import make_bench_problem
 from .checks import check_decode_args
 from .api import cache_operand, dsa_decode, launch_plan
 from .grid_args import add_grid_args, int_list
+from .heuristics import resolve_table_slots
+from .kernels.split_resolve import MAX_SLICE
 from .model_config import KV_LORA_RANK
 from .timing import L2Flusher, time_cold, time_graph
 
@@ -37,7 +39,10 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     )
     # The launch dsa_decode would make (tuned, or the forced config with its automatic splits).
     cfg = parse_config(args.config) if args.config else None
-    plan = launch_plan(problem, dev, cfg, args.splits, True)
+    plan = launch_plan(problem, dev, cfg, args.splits, True, fuse_resolve=args.fuse)
+    # The same decode with a separate resolve launch (ids resolved once, outside the timings).
+    unfused = replace(plan.variant, fused_resolve=False)
+    resolve = kc.resolve_kernel(resolve_table_slots(width))
     splits, seg = plan.splits, plan.split_len
     cache = cache_operand(inp.kv_cache, problem)
     phys = torch.empty_like(inp.indices)
@@ -52,20 +57,22 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     out_lse = torch.empty(rows, heads, dtype=torch.float32, device=dev)
 
     def res():
-        plan.resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)
+        resolve(inp.indices, inp.seq_lens, inp.block_table, phys, problem.block_size, problem.num_blocks)
 
-    def dec(drop: str = ""):
-        k = kc.decode_kernel(replace(plan.variant, drop=drop))
-        return lambda: k(inp.q, cache, phys, inp.k_scale, inp.v_scale, SOFTMAX_SCALE, o, lse, seg, splits)
+    def dec(drop: str = "", variant=unfused):
+        k = kc.decode_kernel(replace(variant, drop=drop))
+        ids = (inp.indices, inp.seq_lens, inp.block_table)
+        return lambda: k(inp.q, cache, phys, *ids, inp.k_scale, inp.v_scale, SOFTMAX_SCALE, o, lse, seg, splits,
+                         problem.block_size, problem.num_blocks)
 
     def timed(fn) -> float:
         if args.graph:
             return time_graph(fn, flush)
         return time_cold(fn, flush, iters=args.iters)
 
-    def call():
+    def call(fuse=args.fuse):
         dsa_decode(*inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
-                   config=cfg, num_splits=args.splits, out=out, lse=out_lse)
+                   config=cfg, num_splits=args.splits, out=out, lse=out_lse, fuse_resolve=fuse)
 
     def comb():
         plan.combine(o, lse, out, out_lse)
@@ -73,6 +80,10 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     res()
     decode = dec()
     times = {"splits": float(splits), "call": timed(call), "resolve": timed(res), "decode": timed(decode)}
+    if seg <= MAX_SLICE:
+        times["call fused"] = timed(lambda: call(True))
+        times["call unfused"] = timed(lambda: call(False))
+        times["decode fused"] = timed(dec(variant=replace(plan.variant, fused_resolve=True)))
     if splits > 1:
         times["combine"] = timed(comb)
         times["dec+comb"] = timed(lambda: (decode(), comb()))
@@ -92,7 +103,7 @@ def run(args) -> int:
     bad = [d for d in args.drop_list if d not in DROPS]
     if bad:
         raise SystemExit(f"--drops: unknown stage(s) {bad}; expected a comma list of {', '.join(DROPS)}")
-    cols = ["splits", "call", "resolve", "decode", "combine", "dec+comb"] + [f"-{d}" for d in args.drop_list]
+    cols = ["splits", "call", "call fused", "call unfused", "resolve", "decode", "decode fused", "combine", "dec+comb"] + [f"-{d}" for d in args.drop_list]
     print(f"timing: {'CUDA-graph replay' if args.graph else 'CUDA events'}, L2 flushed, median")
     print("| B | H | W | " + " | ".join(c if c == "splits" else c + " µs" for c in cols) + " |")
     print("|" + "---|" * (3 + len(cols)))
@@ -114,6 +125,8 @@ def add_parser(sub) -> None:
     a.add_argument("--iters", type=int, default=20)
     a.add_argument("--drops", default=",".join(DROPS), help=f"stages to drop, one variant each (default {','.join(DROPS)}; '' for none)")
     a.add_argument("--splits", type=int, help="force the split count (default: the tuned or automatic one)")
+    a.add_argument("--fuse", type=lambda v: {"auto": None, "on": True, "off": False}[v], default=None, metavar="{auto,on,off}",
+                   help="the decode resolves its own ids: by split length (auto), always (on) or never (off)")
     a.add_argument("--graph", action="store_true", help="time by CUDA-graph replay (no launch gaps) instead of events")
     a.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6")
     a.set_defaults(fn=run)

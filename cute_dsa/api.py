@@ -1,7 +1,8 @@
 """`dsa_decode`: the thin torch adapter. Validation, config choice, launch; nothing else.
 
 Launches (all on torch's current CUDA stream, no host synchronisation, CUDA-graph capturable):
-1. ResolveIndices: logical ids -> physical cache rows, duplicates and invalid ids -> -1;
+1. ResolveIndices: logical ids -> physical cache rows, duplicates and invalid ids -> -1 (not
+   launched when the splits are short: each decode CTA then resolves its own slice);
 2. SparseDecode: the tensor-core decode, writing the output or split-KV partials;
 3. CombineSplits (only when split): partials -> output and LSE.
 """
@@ -19,6 +20,7 @@ from .heuristics import MAX_WIDTH, choose_splits, resolve_table_slots, split_len
 from .kernel_config import DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .config_select import device_info, select_launch
+from .kernels.split_resolve import MAX_SLICE
 
 Scale = Union[float, torch.Tensor]
 
@@ -50,7 +52,7 @@ class LaunchPlan:
     splits: int
     split_len: int  # selection positions per split, whole chunks
     variant: DecodeVariant
-    resolve: Callable
+    resolve: Optional[Callable]  # None: the decode resolves its own slices (variant.fused_resolve)
     decode: Callable
     combine: Optional[Callable]
 
@@ -58,8 +60,10 @@ class LaunchPlan:
 _plans: Dict[tuple, LaunchPlan] = {}
 
 
-def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool) -> LaunchPlan:
-    key = (problem, device.index, config, num_splits, write_lse)
+def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve: Optional[bool] = None) -> LaunchPlan:
+    """`fuse_resolve`: None decides by the split length (short splits resolve in the decode), a bool
+    forces it (measurements; True needs splits of at most MAX_SLICE positions)."""
+    key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -74,14 +78,17 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
+    fused = seg <= MAX_SLICE if fuse_resolve is None else fuse_resolve
+    if fused and seg > MAX_SLICE:
+        raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {MAX_SLICE}")
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
-        flat_cache=problem.flat_cache,
+        flat_cache=problem.flat_cache, fused_resolve=fused,
     )
     plan = _plans[key] = LaunchPlan(
         splits=splits, split_len=seg, variant=variant,
-        resolve=kc.resolve_kernel(resolve_table_slots(problem.width)),
+        resolve=None if fused else kc.resolve_kernel(resolve_table_slots(problem.width)),
         decode=kc.decode_kernel(variant),
         combine=kc.combine_kernel(write_lse) if splits > 1 else None,
     )
@@ -110,6 +117,7 @@ def dsa_decode(
     return_lse: bool = True,
     config: Optional[DecodeKernelConfig] = None,
     num_splits: Optional[int] = None,
+    fuse_resolve: Optional[bool] = None,
     check_indices: bool = False,
 ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Sparse MLA decode over the selected token set of each row.
@@ -135,7 +143,9 @@ def dsa_decode(
     if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)):
         raise ValueError(f"num_splits={num_splits!r}: expected an int or None")
     write_lse = return_lse or lse is not None
-    plan = launch_plan(problem, q.device, config, num_splits, write_lse)
+    if fuse_resolve is not None and not isinstance(fuse_resolve, bool):
+        raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True or False")
+    plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
@@ -145,17 +155,19 @@ def dsa_decode(
     cache_bytes = cache_operand(kv_cache, problem)
 
     phys = torch.empty_like(indices)
-    plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
+    if plan.resolve is not None:
+        plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
     ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)
     vs = v_scale.reshape(1) if problem.v_scale_on_device else float(v_scale)
     splits, seg = plan.splits, plan.split_len
+    ids = (indices, seq_lens, block_table)
     if splits == 1:
         lse_arg = lse if lse is not None else torch.empty(rows, heads, dtype=torch.float32, device=q.device)
-        plan.decode(q, cache_bytes, phys, ks, vs, scale, out, lse_arg, seg, 1)
+        plan.decode(q, cache_bytes, phys, *ids, ks, vs, scale, out, lse_arg, seg, 1, problem.block_size, problem.num_blocks)
     else:
         o_part = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=q.device)
         lse_part = torch.empty(rows, splits, heads, dtype=torch.float32, device=q.device)
-        plan.decode(q, cache_bytes, phys, ks, vs, scale, o_part, lse_part, seg, splits)
+        plan.decode(q, cache_bytes, phys, *ids, ks, vs, scale, o_part, lse_part, seg, splits, problem.block_size, problem.num_blocks)
         lse_arg = lse if lse is not None else lse_part[:, 0]  # unused when write_lse is False
         plan.combine(o_part, lse_part, out, lse_arg)
     return out, (lse if write_lse else None)

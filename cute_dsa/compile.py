@@ -96,6 +96,9 @@ def build_decode(variant: DecodeVariant, dump=None):
     else:
         cache = _fake(cutlass.Uint8, (_sym(), _sym(), _sym(16)), (_sym64(16), _sym64(16), 1), 16)
     phys = _fake(cutlass.Int32, (rows, width), (_sym(), 1), 4)
+    indices = _fake(cutlass.Int32, (rows, width), (_sym(), 1), 4)
+    seq_lens = _fake(cutlass.Int32, (rows,), (1,), 4)
+    block_table = _fake(cutlass.Int32, (rows, _sym()), (_sym(), 1), 4)
     f32 = cutlass.Float32
     k_scale = _fake(f32, (1,), (1,), 4) if variant.k_scale_on_device else f32(1.0)
     v_scale = _fake(f32, (1,), (1,), 4) if variant.v_scale_on_device else f32(1.0)
@@ -109,7 +112,10 @@ def build_decode(variant: DecodeVariant, dump=None):
     kernel_class = SparseDecodeTokensKernel if cfg.tiling == "tokens_m" else SharedPDecodeKernel if cfg.scores == "one" else SparseDecodeKernel
     kernel = kernel_class(variant)
     i32 = cutlass.Int32
-    return _compile(kernel, q, cache, phys, k_scale, v_scale, f32(1.0), out, lse, i32(32), i32(1), _stream(), dump=dump)
+    return _compile(
+        kernel, q, cache, phys, indices, seq_lens, block_table, k_scale, v_scale, f32(1.0), out, lse,
+        i32(32), i32(1), i32(64), i32(1), _stream(), dump=dump,
+    )
 
 
 def build_combine(write_lse: bool, dump=None):

@@ -196,3 +196,7 @@ class DecodeVariant:
     # global loads (ids and rows), "ids" only the id loads (rows at pseudo-random addresses instead),
     # "convert" the FP8 -> FP16 conversion, "mma" every wgmma.
     drop: str = ""
+    # The producer resolves its own slice of the selection (ids -> rows, duplicates dropped) before
+    # it gathers, instead of a separate resolve launch: for splits of at most
+    # kernels.split_resolve.MAX_SLICE positions (the launch plan decides).
+    fused_resolve: bool = False

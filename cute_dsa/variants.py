@@ -29,7 +29,7 @@ def decode_variant_name(v: DecodeVariant) -> str:
         f"{''.join('_' + t for t in c.tags())}{'_flat' if v.flat_cache else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
-        f"{'_drop_' + v.drop if v.drop else ''}"
+        f"{'_fr' if v.fused_resolve else ''}{'_drop_' + v.drop if v.drop else ''}"
     )
 
 
@@ -41,6 +41,10 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
         flags = itertools.product([False, True], repeat=5) if all_flags else itertools.product([False, True], [True], [False], [False], [False, True])
         for split, lse, kdev, vdev, flat in flags:
             out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev, flat_cache=flat))
+        # Short splits resolve their own ids (the launch's choice at small batch), with LSE.
+        for flat in (False, True):
+            out.append(DecodeVariant(cfg, split=True, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                                     flat_cache=flat, fused_resolve=True))
     return out
 
 
@@ -74,14 +78,15 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
-        kind = "ablation" if dv.drop else decode_kind(dv.config)
+        kind = "ablation" if dv.drop else decode_kind(dv.config, dv.fused_resolve)
         res.append(Variant(decode_variant_name(dv), kind, lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
 
 
-def decode_kind(cfg: DecodeKernelConfig) -> str:
-    """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads."""
-    return "decode_lg" if cfg.gather == "ld_global" else "decode"
+def decode_kind(cfg: DecodeKernelConfig, fused_resolve: bool = False) -> str:
+    """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads (and
+    with its own resolve, '+resolve': the duplicate filter's shared-memory atomics)."""
+    return ("decode_lg" if cfg.gather == "ld_global" else "decode") + ("+resolve" if fused_resolve else "")
 
 
 # What each kernel's PTX must contain (the design's promises) and must not.
@@ -96,7 +101,9 @@ FORBIDDEN = ["ld.local", "st.local"]
 
 
 def check_ptx(kind: str, ptx: str) -> List[str]:
-    problems = [f"missing {s}" for s in REQUIRED[kind] if s not in ptx]
+    """What `ptx` lacks of the promises of `kind` ('a+b': both kinds'), and any local memory."""
+    required = [s for k in kind.split("+") for s in REQUIRED[k]]
+    problems = [f"missing {s}" for s in required if s not in ptx]
     problems += [f"contains {s} (local memory)" for s in FORBIDDEN if s in ptx]
     return problems
 

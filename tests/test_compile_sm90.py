@@ -50,3 +50,15 @@ def test_check_ptx_catches_missing_and_local():
     assert check_ptx("decode", "st.local.b32") != []
     assert "contains ld.local (local memory)" in check_ptx("combine", "ld.global.v4 ld.local")
     assert check_ptx("decode_lg", "wgmma.mma_async cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive") == ["missing ld.global.v4.b32"]
+    lg = "wgmma.mma_async ld.global.v4.b32 cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive"
+    assert check_ptx("decode_lg+resolve", lg) == ["missing atom.shared.cta.cas.b32", "missing atom.shared.cta.min.s32"]
+    assert check_ptx("decode_lg+resolve", lg + " atom.shared.cta.cas.b32 atom.shared.cta.min.s32") == []
+
+
+def test_every_config_has_a_fused_resolve_variant():
+    names = {v.name for v in VARIANTS}
+    fused = [v for v in VARIANTS if v.name.endswith("_fr")]
+    assert fused and all(v.kind.endswith("+resolve") for v in fused)
+    for v in VARIANTS:
+        if v.kind.startswith("decode") and "_split_lse" in v.name and "dev" not in v.name and not v.name.endswith("_fr"):
+            assert v.name + "_fr" in names, v.name

@@ -17,7 +17,8 @@ REL_TOL = 5e-3
 LSE_TOL = 1e-3
 
 
-def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device=False, kv4d=False, twice=True, config=None):
+def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device=False, kv4d=False, twice=True, config=None,
+                   fuse_resolve=None):
     dev = inp.q.device
     rows, heads = inp.q.shape[:2]
     ks, vs = inp.k_scale, inp.v_scale
@@ -32,7 +33,7 @@ def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device
         o, l = cute_dsa.dsa_decode(
             inp.q, cache, inp.block_table, inp.seq_lens, inp.indices,
             k_scale=ks, v_scale=vs, softmax_scale=softmax_scale, out=out, lse=lse,
-            num_splits=num_splits, config=config,
+            num_splits=num_splits, config=config, fuse_resolve=fuse_resolve,
         )
         assert o.data_ptr() == out.data_ptr() and l.data_ptr() == lse.data_ptr()
         results.append((out.clone(), lse.clone()))
@@ -54,7 +55,7 @@ def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device
         assert d <= LSE_TOL, f"lse max abs error {d:.3e} > {LSE_TOL}"
     if twice:
         assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1]), "two runs differ"
-    return err
+    return results[0]
 
 
 HEADS = [1, 8, 16, 32, 48, 64, 128]
@@ -129,6 +130,22 @@ def test_scales_and_custom_softmax_scale():
 def test_scales_on_device():
     inp = make_inputs(4, 16, 2048, k_scale=1.7, v_scale=0.4, seed=4, device="cuda")
     _run_and_check(inp, scales_on_device=True)
+
+
+@pytest.mark.parametrize("heads", [8, 32, 64, 128])
+@pytest.mark.parametrize("splits", [4, 5, 17, 32])
+def test_decode_resolving_its_own_ids(heads, splits):
+    """Short splits resolve their ids in the decode (no resolve launch). Duplicates across splits
+    (the second half of each row repeats ids of the first, reversed), inside a split, holes,
+    out-of-range ids, bad blocks and an empty row: the same set semantics, so the very same bits
+    as with the resolve kernel."""
+    inp = make_inputs(3, heads, 2176, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05, empty_rows=1,
+                      seed=heads + splits, device="cuda", k_scale=0.9, v_scale=1.1)
+    half = inp.indices.shape[1] // 2
+    inp.indices[1, half:2 * half] = inp.indices[1, :half].flip(0)
+    fused = _run_and_check(inp, num_splits=splits, fuse_resolve=True)
+    separate = _run_and_check(inp, num_splits=splits, fuse_resolve=False, twice=False)
+    assert torch.equal(fused[0], separate[0]) and torch.equal(fused[1], separate[1]), "fused resolve differs from the resolve kernel"
 
 
 @pytest.mark.parametrize("splits", [1, 2, 5, 17])

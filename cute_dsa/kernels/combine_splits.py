@@ -1,7 +1,8 @@
 """Combine split-KV partial results: out = sum_s exp(lse_s - lse) * o_s, lse = logsumexp_s lse_s.
 
 One CTA of 128 threads per (row, head); each thread owns 4 of the 512 latent dims and loads
-one split's LSE (so at most 128 splits), the weights go through shared memory. A split
+one split's LSE (so at most 128 splits), the weights go through shared memory; the first
+splits' rows are already in flight while the weights are computed. A split
 that saw no selected token has lse_s = -inf and o_s = 0, so it weighs nothing; a row where every
 split is empty gets out = 0 and lse = -inf.
 """
@@ -17,6 +18,7 @@ from cutlass.memory import SmemAllocator
 
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
+PREFETCH = 16  # partial rows per thread in registers before the weights are known (4 fp32 each)
 
 
 class CombineSplitsKernel:
@@ -49,6 +51,12 @@ class CombineSplitsKernel:
         num_splits = o_part.shape[1]  # <= num_threads (DecodeKernelConfig.max_splits)
         smem = SmemAllocator()
         cute.arch.griddepcontrol_wait()  # the decode's partials are complete and visible
+        # The first PREFETCH splits' partial rows: loaded before the LSE reduction, so their
+        # latency overlaps it instead of following it (the rows do not depend on the weights).
+        pre = cute.make_rmem_tensor(cute.make_layout((self.vec, PREFETCH)), Float32)
+        for s in cutlass.range_constexpr(PREFETCH):
+            if s < num_splits:
+                pre[None, s].store(cute.local_tile(o_part[row, s, head, None], (self.vec,), (tidx,)).load())
         s_w = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads), byte_alignment=16)
         s_max = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads // 32), byte_alignment=16)
         # One split's LSE per thread: all loads in flight at once, not one per loop trip.
@@ -73,8 +81,13 @@ class CombineSplitsKernel:
         acc.fill(0.0)
         total = Float32(0.0)
         if lse_max != -Float32.inf:
+            for s in cutlass.range_constexpr(PREFETCH):
+                if s < num_splits:
+                    w = s_w[s]
+                    total = total + w
+                    acc.store(acc.load() + pre[None, s].load() * w)
             # Unrolled so that several splits' partial rows are loaded back to back.
-            for s in cutlass.range(num_splits, unroll=4):
+            for s in cutlass.range(PREFETCH, num_splits, unroll=4):
                 w = s_w[s]
                 total = total + w
                 src = cute.local_tile(o_part[row, s, head, None], (self.vec,), (tidx,))

@@ -24,7 +24,10 @@ class DecodeKernelBase:
         self,
         q: cute.Tensor,  # (rows, heads, 512) bf16
         cache: cute.Tensor,  # (blocks, block_size, token_bytes) uint8, or (rows, token_bytes) when flat_cache
-        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel)
+        phys: cute.Tensor,  # (rows, width) int32: physical row or -1 (from ResolveIndicesKernel, or written here: fused_resolve)
+        indices: cute.Tensor,  # (rows, width) int32 logical ids (read only with fused_resolve)
+        seq_lens: cute.Tensor,  # (rows,) int32
+        block_table: cute.Tensor,  # (rows, max_blocks) int32
         k_scale,  # Float32, or a (1,) fp32 tensor when variant.k_scale_on_device
         v_scale,
         softmax_scale: Float32,
@@ -32,10 +35,14 @@ class DecodeKernelBase:
         lse: cute.Tensor,  # (rows, heads) fp32, or (rows, splits, heads) fp32 partials
         split_len: Int32,  # selection positions per split (a multiple of the chunk)
         num_splits: Int32,
+        block_size: Int32,
+        num_blocks: Int32,
         stream,
     ):
         head_tiles = (q.shape[1] + self.heads_per_cta - 1) // self.heads_per_cta
-        self.kernel(q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len).launch(
+        self.kernel(
+            q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len, indices, seq_lens, block_table, block_size, num_blocks
+        ).launch(
             grid=[head_tiles, num_splits, q.shape[0]],
             block=[self.num_threads, 1, 1],
             stream=stream,
@@ -44,7 +51,9 @@ class DecodeKernelBase:
             min_blocks_per_mp=1,
             # Programmatic dependent launch: the CTAs start (and stage Q) while the resolve kernel
             # drains; the producer waits for it (griddepcontrol.wait) before its first row id.
-            use_pdl=True,
+            # A decode that resolves its own ids is the first launch: it waits for the previous
+            # kernel (which may have written q and the ids) like any launch.
+            use_pdl=not self.variant.fused_resolve,
         )
 
     @cute.jit

@@ -20,6 +20,7 @@ from cutlass import Float16, Float8E4M3FN, Int32, Uint8, Uint32
 from cutlass.cute.nvgpu import cpasync
 
 from .fp8_fragments import logical_dim, unit_swizzle
+from .split_resolve import SplitResolve, scratch_bytes
 
 DIM = 512  # kv_lora_rank: the whole token
 WG = 128
@@ -54,7 +55,7 @@ def tokens_m_barriers(raw_slots: int):
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40):
+                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -92,6 +93,14 @@ class LatentGather:
         while self.q_passes % self.q_batch:
             self.q_batch -= 1
         assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
+        # The producer resolves its own slice of ids first (no separate resolve launch); its
+        # batches of loads in flight fit the producer's registers.
+        self.resolver = SplitResolve(WG, max(2, min(8, (regs - 24) // 4)), BAR_IDS) if fused_resolve else None
+        assert not fused_resolve or self._scratch_capacity() >= scratch_bytes()
+
+    def _scratch_capacity(self) -> int:
+        """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""
+        return self.stages * self.N * DIM
 
     @cute.jit
     def _id_at(self, phys, row, pos, total_rows):
@@ -160,11 +169,12 @@ class LatentGather:
             cute.local_tile(s_q[h, None], (self.q_vec,), (c8,)).store(rq.load())
 
     @cute.jit
-    def _prologue(self, q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid):
+    def _prologue(self, q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, scratch):
         """What every producer does before its first row: (block size, cache rows, this thread's
         16-byte column and first token of a pass, first ids, pending id window). Q is staged first:
         it does not depend on the resolve kernel, so under programmatic dependent launch it is
-        staged while that kernel drains; the row ids do."""
+        staged while that kernel drains; the row ids do. With fused_resolve the producer resolves
+        its slice itself, in `scratch` (shared memory it owns until its first hand-over)."""
         block_size = Int32(1)
         total_rows = cache.shape[0]
         if cutlass.const_expr(not self.flat_cache):
@@ -179,6 +189,8 @@ class LatentGather:
         if cutlass.const_expr(self.signal_q):
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
         cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
+        if cutlass.const_expr(self.resolver is not None):
+            self.resolver.run(res, phys, scratch, row, start, end, wg_tid)
         ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
         return block_size, total_rows, c16, tok0, ids, pend
 
@@ -255,13 +267,15 @@ class LatentGather:
                 s_valid[row0 + tok, buf] = s_vring[tok, slot]
 
     @cute.jit
-    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid."""
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
-        block_size, total_rows, c16, tok0, ids, pend = self._prologue(q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid)
+        block_size, total_rows, c16, tok0, ids, pend = self._prologue(
+            q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, s_raw.iterator
+        )
         win = self.id_window
 
         zeros = cute.make_rmem_tensor(cute.make_layout(PIECE), Uint8)

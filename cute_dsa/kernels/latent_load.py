@@ -87,11 +87,22 @@ class DirectLatentGather(LatentGather):
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
 
+    def _scratch_capacity(self) -> int:
+        return self.kv_bufs * self.R * self.N * DIM * 2  # the FP16 K/V tiles
+
     @cute.jit
-    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid):
+    def _scratch(self, s_k):
+        """Shared memory for the producer's own resolve: the K/V tiles (no consumer reads them
+        before the first FULL)."""
+        return s_k.iterator
+
+    @cute.jit
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)"""
-        block_size, total_rows, c16, tok0, ids, pend = self._prologue(q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid)
+        block_size, total_rows, c16, tok0, ids, pend = self._prologue(
+            q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, self._scratch(s_k)
+        )
 
         sets = self.stages
         raw = cute.make_rmem_tensor(cute.make_layout((WORDS, self.row_passes, sets)), Uint32)

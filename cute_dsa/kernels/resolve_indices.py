@@ -24,6 +24,13 @@ EMPTY = -1
 _HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
 
 
+@cute.jit
+def hash_slot(token: Int32, log2_slots: cutlass.Constexpr) -> Int32:
+    """The first table slot probed for `token` (Fibonacci hashing: spreads consecutive ids)."""
+    h = Uint32(token) * Uint32(_HASH_MUL)
+    return Int32(h >> Uint32(32 - log2_slots))
+
+
 # Up to this many slots the row's validated ids also fit in shared memory (width <= slots / 2),
 # so the duplicate search never goes back to global memory.
 TOKENS_IN_SMEM_MAX_SLOTS = 16384
@@ -55,8 +62,7 @@ class ResolveIndicesKernel:
 
     @cute.jit
     def _slot(self, token: Int32) -> Int32:
-        h = Uint32(token) * Uint32(_HASH_MUL)
-        return Int32(h >> Uint32(32 - self.log2_slots))
+        return hash_slot(token, self.log2_slots)
 
     @cute.jit
     def _insert(self, table, ids, token: Int32, j: Int32):

@@ -64,6 +64,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             gather_tokens=cfg.gather_tokens(), tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
+            fused_resolve=variant.fused_resolve,
         )
 
     def _register_plan(self):
@@ -131,8 +132,14 @@ class SparseDecodeKernel(DecodeKernelBase):
         out: cute.Tensor,
         lse: cute.Tensor,
         split_len: Int32,
+        indices: cute.Tensor,
+        seq_lens: cute.Tensor,
+        block_table: cute.Tensor,
+        block_size: Int32,
+        num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.N)
+        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_raw_l, s_x_l = self._layouts()
         smem = SmemAllocator()
@@ -143,7 +150,7 @@ class SparseDecodeKernel(DecodeKernelBase):
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res)
         else:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(

@@ -59,8 +59,14 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         out: cute.Tensor,
         lse: cute.Tensor,
         split_len: Int32,
+        indices: cute.Tensor,
+        seq_lens: cute.Tensor,
+        block_table: cute.Tensor,
+        block_size: Int32,
+        num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.N)
+        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_raw_l, _ = self._layouts()
         s_p_l = self._p_layout()
@@ -74,7 +80,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res)
         elif wg_idx == 0:
             cute.arch.setmaxregister_increase(self.regs_scorer)
             self._scorer(q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,

@@ -80,7 +80,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             gather_tokens=self.G, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
             handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer", regs=self.regs_producer,
-            fragment_order=self.register_fed,
+            fragment_order=self.register_fed, fused_resolve=variant.fused_resolve,
         )
 
     # ---------------------------------------------------------------- layouts
@@ -127,8 +127,14 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         out: cute.Tensor,
         lse: cute.Tensor,
         split_len: Int32,
+        indices: cute.Tensor,
+        seq_lens: cute.Tensor,
+        block_table: cute.Tensor,
+        block_size: Int32,
+        num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.T)
+        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
         smem = SmemAllocator()
@@ -159,7 +165,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res)
         else:
             cute.arch.setmaxregister_increase(self.regs_consumer)
             self._consumer(

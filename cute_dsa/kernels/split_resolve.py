@@ -1,0 +1,134 @@
+"""The decode's own resolve step, for short splits: no separate resolve launch on the critical path.
+
+At small batch every CTA covers a short slice [start, end) of its row's selection, and the
+resolve kernel (one CTA per row, then the grid boundary) costs as much as the decode. Instead
+the producer warpgroup resolves its own slice before it gathers: it turns the ids into physical
+rows and writes them into `phys` (scratch the gather then reads), with the set semantics of
+`ResolveIndicesKernel` exactly: a position keeps its row iff it is the first (lowest) position
+of the row holding that id.
+
+The slice's valid ids go into an open-addressing table in shared memory that keeps the lowest
+slice position per id; then every id at a position before `start` (the earlier splits') is
+looked up in it, and a hit marks the id as owned by an earlier position. The table and the
+slice's ids live in shared memory the producer owns until its first hand-over (the K/V tiles
+or the raw ring), so the step costs no shared memory of its own.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32
+
+from .resolve_indices import EMPTY, hash_slot
+
+# A slice is at most this many positions (the launch resolves longer splits with ResolveIndicesKernel).
+MAX_SLICE = 512
+TABLE_SLOTS = 2 * MAX_SLICE  # at most half full
+EARLIER = 1 << 30  # set in a table entry whose id also occurs before the slice
+POSITION = EARLIER - 1
+
+
+def scratch_bytes() -> int:
+    """Shared memory the step borrows: the table and the slice's ids."""
+    return 4 * (TABLE_SLOTS + MAX_SLICE)
+
+
+class SplitResolve:
+    def __init__(self, threads: int, batch: int, bar_id: int):
+        self.threads = threads  # the producer warpgroup
+        self.batch = batch  # ids per thread whose global loads are issued together
+        self.bar_id = bar_id  # a named barrier of the producer warpgroup alone
+        self.log2_slots = TABLE_SLOTS.bit_length() - 1
+
+    @cute.jit
+    def run(self, res, phys, scratch, row, start, end, tid):
+        """phys[row, start:end] = the resolved rows of the slice. `res` = (indices, seq_lens,
+        block_table, block_size, num_blocks); `scratch`: a shared-memory pointer, scratch_bytes()."""
+        indices, seq_lens, block_table, block_size, num_blocks = res
+        base = cute.recast_ptr(scratch, dtype=Int32)
+        table = cute.make_tensor(base, cute.make_layout(TABLE_SLOTS))
+        own = cute.make_tensor(base + TABLE_SLOTS, cute.make_layout(MAX_SLICE))  # own[j]: the id at start + j if valid, else -1
+        for s in cutlass.range(tid, TABLE_SLOTS, self.threads, unroll=1):
+            table[s] = EMPTY
+        width = indices.shape[1]
+        seq_len = seq_lens[row]
+        max_blocks = block_table.shape[1]
+        n = end - start
+        step = self.threads * self.batch
+        tok = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+        blk = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+        # 1. Translate: the ids first, then their block-table entries, each batch in flight at once.
+        for b0 in cutlass.range(0, n, step, unroll=1):
+            for k in cutlass.range_constexpr(self.batch):
+                tok[k] = indices[row, cutlass.min(start + b0 + self.threads * k + tid, width - 1)]
+            for k in cutlass.range_constexpr(self.batch):
+                blk[k] = block_table[row, cutlass.min(cutlass.max(tok[k], 0) // block_size, max_blocks - 1)]
+            for k in cutlass.range_constexpr(self.batch):
+                j = b0 + self.threads * k + tid
+                token = tok[k]
+                page = cutlass.max(token, 0) // block_size
+                b = blk[k]
+                ph = Int32(EMPTY)
+                if token >= 0 and token < seq_len and page < max_blocks and b >= 0 and b < num_blocks:
+                    ph = b * block_size + (token - page * block_size)
+                if j < n:
+                    phys[row, start + j] = ph
+                    own[j] = token if ph >= 0 else Int32(EMPTY)
+        cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
+        # 2. The slice's ids into the table, each slot keeping its id's lowest slice position.
+        for j in cutlass.range(tid, n, self.threads, unroll=1):
+            token = own[j]
+            if token >= 0:
+                self._insert(table, own, token, j)
+        cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
+        # 3. Ids before the slice: the same id there owns it. (An id valid here is valid there:
+        # validity depends only on the id and the row.)
+        for b0 in cutlass.range(0, start, step, unroll=1):
+            for k in cutlass.range_constexpr(self.batch):
+                tok[k] = indices[row, cutlass.min(b0 + self.threads * k + tid, width - 1)]
+            for k in cutlass.range_constexpr(self.batch):
+                if b0 + self.threads * k + tid < start and tok[k] >= 0:
+                    self._mark_earlier(table, own, tok[k])
+        cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
+        # 4. Keep a position only if it is its id's first.
+        for j in cutlass.range(tid, n, self.threads, unroll=1):
+            token = own[j]
+            if token >= 0:
+                s = hash_slot(token, self.log2_slots)
+                e = table[s]
+                while own[e & POSITION] != token:
+                    s = (s + 1) & (TABLE_SLOTS - 1)
+                    e = table[s]
+                if e != j:  # a lower slice position, or EARLIER set
+                    phys[row, start + j] = Int32(EMPTY)
+        # The other producer threads read these rows next (global memory, ordered by the barrier).
+        cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
+
+    @cute.jit
+    def _insert(self, table, own, token, j):
+        s = hash_slot(token, self.log2_slots)
+        probing = True
+        while probing:
+            old = cute.arch.atomic_cas(table.iterator + s, cmp=Int32(EMPTY), val=j, scope="cta")
+            if old == EMPTY:
+                probing = False
+            elif own[old] == token:
+                cute.arch.atomic_min(table.iterator + s, j, scope="cta")
+                probing = False
+            else:
+                s = (s + 1) & (TABLE_SLOTS - 1)
+
+    @cute.jit
+    def _mark_earlier(self, table, own, token):
+        """Set EARLIER on `token`'s entry if the slice holds it. Threads marking the same entry
+        write the same value, and no entry changes position any more (after the inserts)."""
+        s = hash_slot(token, self.log2_slots)
+        e = table[s]
+        while e != EMPTY:
+            if own[e & POSITION] == token:
+                table[s] = e | EARLIER
+                e = Int32(EMPTY)
+            else:
+                s = (s + 1) & (TABLE_SLOTS - 1)
+                e = table[s]
