@@ -16,7 +16,7 @@ import torch
 
 from . import compile as kc
 from .checks import check_decode_args, squeeze_kv_head
-from .heuristics import MAX_WIDTH, choose_splits, resolve_table_slots, split_length
+from .heuristics import FUSED_RESOLVE_MAX_SPLIT, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
 from .kernel_config import DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .config_select import device_info, select_launch
@@ -61,8 +61,8 @@ _plans: Dict[tuple, LaunchPlan] = {}
 
 
 def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve: Optional[bool] = None) -> LaunchPlan:
-    """`fuse_resolve`: None decides by the split length (short splits resolve in the decode), a bool
-    forces it (measurements; True needs splits of at most MAX_SLICE positions)."""
+    """`fuse_resolve`: None decides by the split length (splits of at most FUSED_RESOLVE_MAX_SPLIT
+    positions resolve in the decode), a bool forces it (True needs splits of at most MAX_SLICE)."""
     key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
     plan = _plans.get(key)
     if plan is not None:
@@ -78,7 +78,7 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
-    fused = seg <= MAX_SLICE if fuse_resolve is None else fuse_resolve
+    fused = seg <= FUSED_RESOLVE_MAX_SPLIT if fuse_resolve is None else fuse_resolve
     if fused and seg > MAX_SLICE:
         raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {MAX_SLICE}")
     variant = DecodeVariant(

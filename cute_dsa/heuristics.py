@@ -80,6 +80,13 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
     return -(-per // chunk_tokens) * chunk_tokens
 
 
+# Splits of at most this many positions resolve their own ids in the decode (no resolve launch).
+# H200, graph replay (benchmarks/gpu-tests.md, fused resolve): 1-4 µs faster per call with splits
+# of 64-128 positions; with 256-512 the in-decode resolve (each split scans every earlier id)
+# costs 1-15 µs more than the resolve launch it saves.
+FUSED_RESOLVE_MAX_SPLIT = 128
+
+
 def resolve_table_slots(width: int) -> int:
     """Hash-table size for the duplicate filter: a power of two, at most half full up to 16k ids."""
     slots = 64

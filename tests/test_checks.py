@@ -177,12 +177,15 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     assert plan.splits == 4 and plan.split_len == split_length(2176, 4, cfg.chunk_tokens)
     assert plan.variant.split and plan.variant.flat_cache and plan.variant.config == cfg and plan.combine is not None
     assert launch_plan(problem, torch.device("cpu"), cfg, 4, True) is plan  # cached per shape
-    # Splits of at most 512 positions resolve their own ids: no resolve launch.
+    # Splits of at most 128 positions resolve their own ids (no resolve launch); up to 512 on demand.
     assert plan.split_len == 544 and not plan.variant.fused_resolve and plan.resolve is not None
+    short = launch_plan(problem, torch.device("cpu"), cfg, 17, True)
+    assert short.split_len == 128 and short.variant.fused_resolve and short.resolve is None
     five = launch_plan(problem, torch.device("cpu"), cfg, 5, True)
-    assert five.split_len == 448 and five.variant.fused_resolve and five.resolve is None
-    forced = launch_plan(problem, torch.device("cpu"), cfg, 5, True, fuse_resolve=False)
-    assert not forced.variant.fused_resolve and forced.resolve is not None
+    assert five.split_len == 448 and not five.variant.fused_resolve and five.resolve is not None
+    forced = launch_plan(problem, torch.device("cpu"), cfg, 5, True, fuse_resolve=True)
+    assert forced.variant.fused_resolve and forced.resolve is None
+    assert not launch_plan(problem, torch.device("cpu"), cfg, 17, True, fuse_resolve=False).variant.fused_resolve
     with pytest.raises(ValueError, match=r"fuse_resolve=True: splits of 544 positions, expected at most 512"):
         launch_plan(problem, torch.device("cpu"), cfg, 4, True, fuse_resolve=True)
     with pytest.raises(ValueError, match=r"num_splits=0: expected an int in \[1, 64\]"):

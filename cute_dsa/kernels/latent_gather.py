@@ -182,6 +182,8 @@ class LatentGather:
             total_rows = cache.shape[0] * block_size
         c16 = wg_tid % self.pieces_per_row
         tok0 = wg_tid // self.pieces_per_row
+        if cutlass.const_expr(self.resolver is not None):
+            first = self.resolver.prefetch(res, row, start, wg_tid)  # in flight while Q is staged
         self._store_q(q, s_q, head_tile, row, wg_tid)
         if cutlass.const_expr(not self.convert):
             # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
@@ -190,7 +192,7 @@ class LatentGather:
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=3 * WG)
         cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
         if cutlass.const_expr(self.resolver is not None):
-            self.resolver.run(res, phys, scratch, row, start, end, wg_tid)
+            self.resolver.run(res, phys, scratch, row, start, end, wg_tid, first)
         ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
         return block_size, total_rows, c16, tok0, ids, pend
 

@@ -22,7 +22,7 @@ import cutlass.cute as cute
 from cutlass import Float16, Int32, Uint32
 
 from .fp8_fragments import cvt_high, cvt_low
-from .latent_gather import BAR_EMPTY, BAR_FULL, PIECE, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, PIECE, LatentGather
 
 WORDS = PIECE // 4  # 32-bit words per 16-byte piece
 

@@ -42,9 +42,25 @@ class SplitResolve:
         self.log2_slots = TABLE_SLOTS.bit_length() - 1
 
     @cute.jit
-    def run(self, res, phys, scratch, row, start, end, tid):
+    def prefetch(self, res, row, start, tid):
+        """The slice's first batch of ids, loads issued: the caller stages Q while they are in flight."""
+        indices = res[0]
+        tok = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+        self._load_ids(tok, indices, row, start + tid)
+        return tok
+
+    @cute.jit
+    def _load_ids(self, tok, indices, row, pos0):
+        """tok[k] = indices[row, pos0 + threads * k], clamped in bounds (so the loads issue back to back)."""
+        width = indices.shape[1]
+        for k in cutlass.range_constexpr(self.batch):
+            tok[k] = indices[row, cutlass.min(pos0 + self.threads * k, width - 1)]
+
+    @cute.jit
+    def run(self, res, phys, scratch, row, start, end, tid, tok):
         """phys[row, start:end] = the resolved rows of the slice. `res` = (indices, seq_lens,
-        block_table, block_size, num_blocks); `scratch`: a shared-memory pointer, scratch_bytes()."""
+        block_table, block_size, num_blocks); `scratch`: a shared-memory pointer, scratch_bytes();
+        `tok`: prefetch()'s ids."""
         indices, seq_lens, block_table, block_size, num_blocks = res
         base = cute.recast_ptr(scratch, dtype=Int32)
         table = cute.make_tensor(base, cute.make_layout(TABLE_SLOTS))
@@ -56,12 +72,12 @@ class SplitResolve:
         max_blocks = block_table.shape[1]
         n = end - start
         step = self.threads * self.batch
-        tok = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
         blk = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
-        # 1. Translate: the ids first, then their block-table entries, each batch in flight at once.
+        # 1. Translate: the ids first (the first batch prefetched), then their block-table entries,
+        # each batch in flight at once.
         for b0 in cutlass.range(0, n, step, unroll=1):
-            for k in cutlass.range_constexpr(self.batch):
-                tok[k] = indices[row, cutlass.min(start + b0 + self.threads * k + tid, width - 1)]
+            if b0 > 0:
+                self._load_ids(tok, indices, row, start + b0 + tid)
             for k in cutlass.range_constexpr(self.batch):
                 blk[k] = block_table[row, cutlass.min(cutlass.max(tok[k], 0) // block_size, max_blocks - 1)]
             for k in cutlass.range_constexpr(self.batch):
