@@ -55,7 +55,8 @@ def tokens_m_barriers(raw_slots: int):
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=False):
+                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=False,
+                 stages_q=True):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -85,13 +86,12 @@ class LatentGather:
         self.rows_per_pass = WG // self.pieces_per_row  # 4 token rows per producer pass
         self.row_passes = self.N // self.rows_per_pass
         self.q_vec = 8  # bf16 elements per 16-byte Q load
-        self.q_passes = self.q_rows * DIM // self.q_vec // WG
-        assert self.q_passes * self.q_vec * WG == self.q_rows * DIM
+        # False: the consumers stage Q themselves (stage_q), so the producer's first row ids and
+        # rows do not wait behind Q's loads.
+        self.stages_q = stages_q
         # Q loads issued together before any is converted (4 registers each, out of the `regs` the
         # producer thread has): a load per round trip would cost 32 round trips for 64 heads.
-        self.q_batch = max(1, min(8, self.q_passes, (regs - 24) // 4))
-        while self.q_passes % self.q_batch:
-            self.q_batch -= 1
+        self.q_batch = self._q_batch(WG, (regs - 24) // 4)
         assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
         # The producer resolves its own slice of ids first (no separate resolve launch); its
         # batches of loads in flight fit the producer's registers.
@@ -135,20 +135,31 @@ class LatentGather:
         for j in cutlass.range_constexpr(self.id_window // WG):
             s_ids[wg_tid + WG * j, slot] = pend[j]
 
+    def _q_batch(self, threads: int, most: int) -> int:
+        """Q loads per thread in flight together: at most `most`, dividing the thread's share."""
+        passes = self.q_rows * DIM // self.q_vec // threads
+        assert passes * self.q_vec * threads == self.q_rows * DIM
+        batch = max(1, min(16, passes, most))
+        while passes % batch:
+            batch -= 1
+        return batch
+
     @cute.jit
-    def _store_q(self, q, s_q, head_tile, row, wg_tid):
-        """Q: bf16 -> fp16 into the swizzled tile; rows past num_heads are zero. The loads of a
-        batch are unconditional (a clamped head) so they are all in flight at once."""
+    def stage_q(self, q, s_q, head_tile, row, tid, threads: cutlass.Constexpr, batch: cutlass.Constexpr):
+        """Q: bf16 -> fp16 into the swizzled tile by `threads` threads (this one is `tid`); rows
+        past num_heads are zero. The loads of a batch are unconditional (a clamped head) so they
+        are all in flight at once."""
         num_heads = q.shape[1]
         q_per_row = DIM // self.q_vec
-        for b in cutlass.range_constexpr(self.q_passes // self.q_batch):
-            raw = cute.make_rmem_tensor(cute.make_layout((self.q_vec, self.q_batch)), q.element_type)
-            for k in cutlass.range_constexpr(self.q_batch):
-                piece = wg_tid + WG * (b * self.q_batch + k)
+        passes = self.q_rows * DIM // self.q_vec // threads
+        for b in cutlass.range_constexpr(passes // batch):
+            raw = cute.make_rmem_tensor(cute.make_layout((self.q_vec, batch)), q.element_type)
+            for k in cutlass.range_constexpr(batch):
+                piece = tid + threads * (b * batch + k)
                 head = cutlass.min(head_tile * self.q_rows + piece // q_per_row, num_heads - 1)
                 raw[None, k].store(cute.local_tile(q[row, head, None], (self.q_vec,), (piece % q_per_row,)).load())
-            for k in cutlass.range_constexpr(self.q_batch):
-                self._put_q(s_q, raw[None, k], head_tile, wg_tid + WG * (b * self.q_batch + k), num_heads)
+            for k in cutlass.range_constexpr(batch):
+                self._put_q(s_q, raw[None, k], head_tile, tid + threads * (b * batch + k), num_heads)
 
     @cute.jit
     def _put_q(self, s_q, raw, head_tile, piece, num_heads):
@@ -171,9 +182,9 @@ class LatentGather:
     @cute.jit
     def _prologue(self, q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, scratch):
         """What every producer does before its first row: (block size, cache rows, this thread's
-        16-byte column and first token of a pass, first ids, pending id window). Q is staged first:
-        it does not depend on the resolve kernel, so under programmatic dependent launch it is
-        staged while that kernel drains; the row ids do. With fused_resolve the producer resolves
+        16-byte column and first token of a pass, first ids, pending id window). Q (unless the
+        consumers stage it) is staged first: it does not depend on the resolve kernel, so under
+        programmatic dependent launch it is staged while that kernel drains; the row ids do. With fused_resolve the producer resolves
         its slice itself, in `scratch` (shared memory it owns until its first hand-over)."""
         block_size = Int32(1)
         total_rows = cache.shape[0]
@@ -184,7 +195,8 @@ class LatentGather:
         tok0 = wg_tid // self.pieces_per_row
         if cutlass.const_expr(self.resolver is not None):
             first = self.resolver.prefetch(res, row, start, wg_tid)  # in flight while Q is staged
-        self._store_q(q, s_q, head_tile, row, wg_tid)
+        if cutlass.const_expr(self.stages_q):
+            self.stage_q(q, s_q, head_tile, row, wg_tid, WG, self.q_batch)
         if cutlass.const_expr(not self.convert):
             # Q is read by wgmma (the async proxy) after the first RAW_FULL hand-over.
             cute.arch.fence_proxy("async.shared", space="cta")

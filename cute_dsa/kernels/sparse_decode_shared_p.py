@@ -12,7 +12,9 @@ Same CTA, producer and K/V tiles as `SparseDecodeKernel`; the consumers divide t
 What this buys: no fp32 score exchange (its buffer was 4 x the P tile), so 64-token K/V tiles fit
 next to the Q tile (with gather="ld_global"), and warpgroup 1's PV of chunk c runs on the tensor
 cores while warpgroup 0 scores chunk c+1. P_FULL/P_EMPTY (two buffers) pace the consumers; the
-K/V tiles are handed over with FULL/EMPTY exactly as in the other kernel.
+K/V tiles are handed over with FULL/EMPTY exactly as in the other kernel. The consumers stage Q
+themselves (BAR_Q), each thread's loads in flight at once, while the producer starts on the row
+ids and rows: the producer's first rows no longer wait behind 64 KB of Q.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from cutlass.cute.nvgpu import warpgroup
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
 
-from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, WG
+from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, BAR_Q, WG
 from .sparse_decode import DV_PER_WG, SparseDecodeKernel
 
 # K-major P tile atoms by the tile's width in tokens (its rows are N FP16 values).
@@ -40,6 +42,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         """Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
         holds up to 4 register sets of rows (5 spill). 128 * (224 + 160 + 120) = 64512, the launch's pool."""
         self.regs_scorer, self.regs_second = 224, 160
+        self.q_batch = 16  # Q loads per consumer thread in flight together (64 of its registers)
         assert WG * (self.regs_scorer + self.regs_second + 120) <= 168 * 3 * WG
         return self.regs_scorer, 120
 
@@ -83,10 +86,18 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res)
         elif wg_idx == 0:
             cute.arch.setmaxregister_increase(self.regs_scorer)
+            # The consumers stage Q (both warpgroups, all loads of a thread in flight at once)
+            # while the producer starts on the row ids; read by wgmma: the async proxy.
+            self.gather.stage_q(q, s_q, head_tile, row, wg_tid, 2 * WG, self.q_batch)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=BAR_Q, number_of_threads=2 * WG)
             self._scorer(q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,
                          head_tile, split, row, n_chunks, wg_tid)
         else:
             cute.arch.setmaxregister_decrease(self.regs_second)
+            self.gather.stage_q(q, s_q, head_tile, row, WG + wg_tid, 2 * WG, self.q_batch)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=2 * WG)
             self._second(q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid)
 
     # ---------------------------------------------------------------- warpgroup 0
