@@ -90,7 +90,7 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         splits=splits, split_len=seg, variant=variant,
         resolve=None if fused else kc.resolve_kernel(resolve_table_slots(problem.width)),
         decode=kc.decode_kernel(variant),
-        combine=kc.combine_kernel(write_lse) if splits > 1 else None,
+        combine=kc.combine_kernel(write_lse, splits) if splits > 1 else None,
     )
     return plan
 

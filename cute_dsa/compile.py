@@ -118,7 +118,7 @@ def build_decode(variant: DecodeVariant, dump=None):
     )
 
 
-def build_combine(write_lse: bool, dump=None):
+def build_combine(write_lse: bool, prefetch: int, dump=None):
     import cutlass
     import cutlass.cute as cute
 
@@ -130,7 +130,7 @@ def build_combine(write_lse: bool, dump=None):
     lse_part = _fake(f32, (rows, splits, heads), (_sym(), _sym(), 1), 4)
     out = _fake(cutlass.BFloat16, (rows, heads, 512), (_sym(8), _sym(8), 1), 16)
     lse = _fake(f32, (rows, heads), (_sym(), 1), 4)
-    return _compile(CombineSplitsKernel(write_lse=write_lse), o_part, lse_part, out, lse, _stream(), dump=dump)
+    return _compile(CombineSplitsKernel(write_lse=write_lse, prefetch=prefetch), o_part, lse_part, out, lse, _stream(), dump=dump)
 
 
 def get(key: Hashable, build: Callable[[], Callable]) -> Callable:
@@ -153,8 +153,11 @@ def decode_kernel(variant: DecodeVariant) -> Callable:
     return get(("decode", variant), lambda: build_decode(variant))
 
 
-def combine_kernel(write_lse: bool) -> Callable:
-    return get(("combine", write_lse), lambda: build_combine(write_lse))
+def combine_kernel(write_lse: bool, splits: int) -> Callable:
+    from .kernels.combine_splits import prefetch_depth
+
+    depth = prefetch_depth(splits)
+    return get(("combine", write_lse, depth), lambda: build_combine(write_lse, depth))
 
 
 def ensure_arch_for_cpu_compile() -> None:

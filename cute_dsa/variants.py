@@ -13,6 +13,7 @@ from typing import Callable, Iterable, List, Optional
 from . import compile as kc
 from .heuristics import MAX_TABLE_SLOTS
 from .kernel_config import DecodeKernelConfig, DecodeVariant
+from .kernels.combine_splits import PREFETCH_DEPTHS
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         res.append(Variant(f"resolve_t{slots}", "resolve", lambda dump, s=slots: kc.build_resolve(s, dump=dump)))
         slots *= 2
     for lse in (True, False):
-        res.append(Variant(f"combine{'_lse' if lse else ''}", "combine", lambda dump, l=lse: kc.build_combine(l, dump=dump)))
+        for depth in PREFETCH_DEPTHS:
+            res.append(Variant(f"combine{'_lse' if lse else ''}_p{depth}", "combine",
+                               lambda dump, l=lse, d=depth: kc.build_combine(l, d, dump=dump)))
     if configs is None:
         from types import SimpleNamespace
 

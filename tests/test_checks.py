@@ -197,3 +197,9 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     padded = torch.zeros(10, 65, 528, dtype=torch.uint8)[:, :64]
     blocked = dataclasses.replace(problem, flat_cache=False)
     assert cache_operand(padded, blocked) is padded
+
+
+def test_combine_prefetch_depth_covers_the_splits():
+    from cute_dsa.kernels.combine_splits import prefetch_depth
+
+    assert [prefetch_depth(s) for s in (2, 3, 4, 5, 16, 17, 32, 33, 64)] == [2, 4, 4, 8, 16, 32, 32, 32, 32]

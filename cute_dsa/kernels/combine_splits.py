@@ -2,7 +2,7 @@
 
 One CTA of 128 threads per (row, head); each thread owns 4 of the 512 latent dims and loads
 one split's LSE (so at most 128 splits), the weights go through shared memory; the first
-splits' rows are already in flight while the weights are computed. A split
+splits' rows (all of them, up to 32 splits) are already in flight while the weights are computed. A split
 that saw no selected token has lse_s = -inf and o_s = 0, so it weighs nothing; a row where every
 split is empty gets out = 0 and lse = -inf.
 """
@@ -18,12 +18,19 @@ from cutlass.memory import SmemAllocator
 
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
-PREFETCH = 16  # partial rows per thread in registers before the weights are known (4 fp32 each)
+PREFETCH_DEPTHS = (2, 4, 8, 16, 32)  # compiled depths; the launch takes the least >= its splits
+
+
+def prefetch_depth(splits: int) -> int:
+    """Partial rows a thread loads before the weights are known: all of them up to 32 splits
+    (4 fp32 registers each; deeper would cut the CTAs per SM of large-batch combines)."""
+    return next((d for d in PREFETCH_DEPTHS if d >= splits), PREFETCH_DEPTHS[-1])
 
 
 class CombineSplitsKernel:
-    def __init__(self, head_dim: int = 512, write_lse: bool = True):
+    def __init__(self, head_dim: int = 512, write_lse: bool = True, prefetch: int = 16):
         self.head_dim = head_dim
+        self.prefetch = prefetch  # partial rows per thread loaded before the LSE reduction
         self.vec = 4
         self.num_threads = head_dim // self.vec
         self.write_lse = write_lse
@@ -51,10 +58,10 @@ class CombineSplitsKernel:
         num_splits = o_part.shape[1]  # <= num_threads (DecodeKernelConfig.max_splits)
         smem = SmemAllocator()
         cute.arch.griddepcontrol_wait()  # the decode's partials are complete and visible
-        # The first PREFETCH splits' partial rows: loaded before the LSE reduction, so their
+        # The first `prefetch` splits' partial rows: loaded before the LSE reduction, so their
         # latency overlaps it instead of following it (the rows do not depend on the weights).
-        pre = cute.make_rmem_tensor(cute.make_layout((self.vec, PREFETCH)), Float32)
-        for s in cutlass.range_constexpr(PREFETCH):
+        pre = cute.make_rmem_tensor(cute.make_layout((self.vec, self.prefetch)), Float32)
+        for s in cutlass.range_constexpr(self.prefetch):
             if s < num_splits:
                 pre[None, s].store(cute.local_tile(o_part[row, s, head, None], (self.vec,), (tidx,)).load())
         s_w = smem.allocate_tensor(Float32, cute.make_layout(self.num_threads), byte_alignment=16)
@@ -81,13 +88,13 @@ class CombineSplitsKernel:
         acc.fill(0.0)
         total = Float32(0.0)
         if lse_max != -Float32.inf:
-            for s in cutlass.range_constexpr(PREFETCH):
+            for s in cutlass.range_constexpr(self.prefetch):
                 if s < num_splits:
                     w = s_w[s]
                     total = total + w
                     acc.store(acc.load() + pre[None, s].load() * w)
             # Unrolled so that several splits' partial rows are loaded back to back.
-            for s in cutlass.range(PREFETCH, num_splits, unroll=4):
+            for s in cutlass.range(self.prefetch, num_splits, unroll=4):
                 w = s_w[s]
                 total = total + w
                 src = cute.local_tile(o_part[row, s, head, None], (self.vec,), (tidx,))
