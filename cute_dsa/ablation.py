@@ -23,7 +23,6 @@ from .checks import check_decode_args
 from .api import cache_operand, dsa_decode, launch_plan
 from .grid_args import add_grid_args, int_list
 from .heuristics import resolve_table_slots
-from .kernels.split_resolve import MAX_SLICE
 from .model_config import KV_LORA_RANK
 from .timing import L2Flusher, time_cold, time_graph
 
@@ -80,7 +79,7 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     res()
     decode = dec()
     times = {"splits": float(splits), "call": timed(call), "resolve": timed(res), "decode": timed(decode)}
-    if seg <= MAX_SLICE:
+    if seg <= plan.variant.config.fused_resolve_max_split():
         times["call fused"] = timed(lambda: call(True))
         times["call unfused"] = timed(lambda: call(False))
         times["decode fused"] = timed(dec(variant=replace(plan.variant, fused_resolve=True)))

@@ -20,7 +20,6 @@ from .heuristics import FUSED_RESOLVE_MAX_SPLIT, MAX_WIDTH, choose_splits, resol
 from .kernel_config import DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .config_select import device_info, select_launch
-from .kernels.split_resolve import MAX_SLICE
 
 Scale = Union[float, torch.Tensor]
 
@@ -62,7 +61,8 @@ _plans: Dict[tuple, LaunchPlan] = {}
 
 def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve: Optional[bool] = None) -> LaunchPlan:
     """`fuse_resolve`: None decides by the split length (splits of at most FUSED_RESOLVE_MAX_SPLIT
-    positions resolve in the decode), a bool forces it (True needs splits of at most MAX_SLICE)."""
+    positions, or one split of the whole selection, resolve in the decode), a bool forces it (True
+    needs splits of at most cfg.fused_resolve_max_split() positions)."""
     key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
     plan = _plans.get(key)
     if plan is not None:
@@ -78,9 +78,11 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
-    fused = seg <= FUSED_RESOLVE_MAX_SPLIT if fuse_resolve is None else fuse_resolve
-    if fused and seg > MAX_SLICE:
-        raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {MAX_SLICE}")
+    longest = cfg.fused_resolve_max_split()
+    auto = seg <= FUSED_RESOLVE_MAX_SPLIT or (splits == 1 and seg <= longest)
+    fused = auto if fuse_resolve is None else fuse_resolve
+    if fused and seg > longest:
+        raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {longest} ({cfg.label()})")
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,

@@ -8,6 +8,8 @@ TILINGS = ("heads_m", "tokens_m")
 GATHERS = ("cp_async", "ld_global")
 SCORES = ("split", "one")
 LOAD_GROUP_TOKENS = 16  # tokens per register set of the ld_global producer (four 16-byte loads a thread)
+MAX_FUSED_SPLIT = 4096  # positions a decode resolving its own ids takes at most
+RESOLVE_BYTES_PER_POSITION = 12  # its shared-memory table: two 4-byte slots and the 4-byte id
 CONVERTS = ("producer", "consumer", "registers")
 TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
 GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
@@ -132,6 +134,21 @@ class DecodeKernelConfig:
             return self.chunk_tokens if self.convert == "registers" else GATHER_TOKENS_TOKENS_M
         return self.chunk_tokens
 
+    def resolve_scratch_bytes(self) -> int:
+        """Shared memory a producer that resolves its own ids borrows before its first hand-over:
+        the FP16 K/V tiles (ld_global) or the raw ring."""
+        if self.gather == "ld_global":
+            return self.kv_buffers * self.chunk_tokens * 512 * 2
+        return self.stages * self.gather_tokens() * 512
+
+    def fused_resolve_max_split(self) -> int:
+        """The longest split whose ids the decode can resolve itself: a power of two of at most
+        MAX_FUSED_SPLIT positions whose table (two slots per position) and ids fit the scratch."""
+        p = MAX_FUSED_SPLIT
+        while p * RESOLVE_BYTES_PER_POSITION > self.resolve_scratch_bytes():
+            p //= 2
+        return p
+
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2
         k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
@@ -198,5 +215,5 @@ class DecodeVariant:
     drop: str = ""
     # The producer resolves its own slice of the selection (ids -> rows, duplicates dropped) before
     # it gathers, instead of a separate resolve launch: for splits of at most
-    # kernels.split_resolve.MAX_SLICE positions (the launch plan decides).
+    # DecodeKernelConfig.fused_resolve_max_split() positions (the launch plan decides).
     fused_resolve: bool = False

@@ -133,9 +133,10 @@ def test_scales_on_device():
 
 
 @pytest.mark.parametrize("heads", [8, 32, 64, 128])
-@pytest.mark.parametrize("splits", [5, 8, 17, 32])
+@pytest.mark.parametrize("splits", [1, 2, 5, 8, 17, 32])
 def test_decode_resolving_its_own_ids(heads, splits):
-    """Short splits resolve their ids in the decode (no resolve launch). Duplicates across splits
+    """The decode resolving its own ids (no resolve launch), from one split of all 2176 positions
+    to 32 short ones (each scans every earlier position for its ids). Duplicates across splits
     (the second half of each row repeats ids of the first, reversed), inside a split, holes,
     out-of-range ids, bad blocks and an empty row: the same set semantics, so the very same bits
     as with the resolve kernel."""

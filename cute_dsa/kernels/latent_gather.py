@@ -55,7 +55,7 @@ def tokens_m_barriers(raw_slots: int):
 
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
-                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=False,
+                 q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=0,
                  stages_q=True):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
@@ -93,10 +93,10 @@ class LatentGather:
         # producer thread has): a load per round trip would cost 32 round trips for 64 heads.
         self.q_batch = self._q_batch(WG, (regs - 24) // 4)
         assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
-        # The producer resolves its own slice of ids first (no separate resolve launch); its
-        # batches of loads in flight fit the producer's registers.
-        self.resolver = SplitResolve(WG, max(2, min(8, (regs - 24) // 4)), BAR_IDS) if fused_resolve else None
-        assert not fused_resolve or self._scratch_capacity() >= scratch_bytes()
+        # fused_resolve = S > 0: the producer resolves its own slice of at most S ids first (no
+        # separate resolve launch); its batches of loads in flight fit the producer's registers.
+        self.resolver = SplitResolve(WG, max(2, min(8, (regs - 24) // 4)), BAR_IDS, fused_resolve) if fused_resolve else None
+        assert not fused_resolve or self._scratch_capacity() >= scratch_bytes(fused_resolve)
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""

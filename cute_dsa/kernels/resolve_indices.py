@@ -21,14 +21,7 @@ from cutlass import Int32, Uint32
 from cutlass.memory import SmemAllocator
 
 EMPTY = -1
-_HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
-
-
-@cute.jit
-def hash_slot(token: Int32, log2_slots: cutlass.Constexpr) -> Int32:
-    """The first table slot probed for `token` (Fibonacci hashing: spreads consecutive ids)."""
-    h = Uint32(token) * Uint32(_HASH_MUL)
-    return Int32(h >> Uint32(32 - log2_slots))
+HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
 
 
 # Up to this many slots the row's validated ids also fit in shared memory (width <= slots / 2),
@@ -62,7 +55,8 @@ class ResolveIndicesKernel:
 
     @cute.jit
     def _slot(self, token: Int32) -> Int32:
-        return hash_slot(token, self.log2_slots)
+        h = Uint32(token) * Uint32(HASH_MUL)
+        return Int32(h >> Uint32(32 - self.log2_slots))
 
     @cute.jit
     def _insert(self, table, ids, token: Int32, j: Int32):

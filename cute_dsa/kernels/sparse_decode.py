@@ -64,7 +64,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             gather_tokens=cfg.gather_tokens(), tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
-            fused_resolve=variant.fused_resolve, stages_q=not self.shared_p,
+            fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
         )
 
     def _register_plan(self):

@@ -80,7 +80,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             gather_tokens=self.G, tile_tokens=self.T, stages=self.stages, kv_bufs=2,
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
             handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer", regs=self.regs_producer,
-            fragment_order=self.register_fed, fused_resolve=variant.fused_resolve,
+            fragment_order=self.register_fed, fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0,
         )
 
     # ---------------------------------------------------------------- layouts
