@@ -61,8 +61,8 @@ _plans: Dict[tuple, LaunchPlan] = {}
 
 def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve: Optional[bool] = None) -> LaunchPlan:
     """`fuse_resolve`: None decides by the split length (splits of at most FUSED_RESOLVE_MAX_SPLIT
-    positions, or one split of the whole selection, resolve in the decode), a bool forces it (True
-    needs splits of at most cfg.fused_resolve_max_split() positions)."""
+    positions resolve in the decode), a bool forces it (True needs splits of at most
+    cfg.fused_resolve_max_split() positions)."""
     key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
     plan = _plans.get(key)
     if plan is not None:
@@ -79,8 +79,7 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
     longest = cfg.fused_resolve_max_split()
-    auto = seg <= FUSED_RESOLVE_MAX_SPLIT or (splits == 1 and seg <= longest)
-    fused = auto if fuse_resolve is None else fuse_resolve
+    fused = seg <= FUSED_RESOLVE_MAX_SPLIT if fuse_resolve is None else fuse_resolve
     if fused and seg > longest:
         raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {longest} ({cfg.label()})")
     variant = DecodeVariant(

@@ -81,9 +81,9 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
 
 
 # Splits of at most this many positions resolve their own ids in the decode (no resolve launch).
-# H200, graph replay (benchmarks/gpu-tests.md, fused resolve): 1-4 µs faster per call with splits
-# of 64-128 positions; with 256-512 the in-decode resolve (each split scans every earlier id)
-# costs 1-15 µs more than the resolve launch it saves.
+# H200, graph replay (benchmarks/gpu-tests.md, seventh session): 1-5 µs faster per call with
+# splits of 64-128 positions; with 256-512 the in-decode resolve costs 1-15 µs more than the
+# resolve launch it saves, and one split of all 2048 positions 10-56 µs more at 64-256 rows.
 FUSED_RESOLVE_MAX_SPLIT = 128
 
 

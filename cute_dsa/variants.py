@@ -42,9 +42,10 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
         flags = itertools.product([False, True], repeat=5) if all_flags else itertools.product([False, True], [True], [False], [False], [False, True])
         for split, lse, kdev, vdev, flat in flags:
             out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev, flat_cache=flat))
-        # Short splits resolve their own ids (the launch's choice at small batch), with LSE.
-        for flat in (False, True):
-            out.append(DecodeVariant(cfg, split=True, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+        # Short splits resolve their own ids (the launch's choice at small batch; direct: one
+        # short split, or forced), with LSE.
+        for split, flat in itertools.product([False, True], repeat=2):
+            out.append(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
                                      flat_cache=flat, fused_resolve=True))
     return out
 

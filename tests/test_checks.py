@@ -177,8 +177,8 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     assert plan.splits == 4 and plan.split_len == split_length(2176, 4, cfg.chunk_tokens)
     assert plan.variant.split and plan.variant.flat_cache and plan.variant.config == cfg and plan.combine is not None
     assert launch_plan(problem, torch.device("cpu"), cfg, 4, True) is plan  # cached per shape
-    # Splits of at most 128 positions, or one split of all of them, resolve their own ids (no
-    # resolve launch); others up to the config's longest (2048 here: its shared memory) on demand.
+    # Splits of at most 128 positions resolve their own ids (no resolve launch); longer ones up to
+    # the config's longest (2048 here: its shared memory) on demand.
     assert cfg.fused_resolve_max_split() == 2048
     assert plan.split_len == 544 and not plan.variant.fused_resolve and plan.resolve is not None
     short = launch_plan(problem, torch.device("cpu"), cfg, 17, True)
@@ -195,7 +195,8 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
         launch_plan(problem, torch.device("cpu"), cfg, 1, True, fuse_resolve=True)
     narrow = DecodeProblem(2, 64, 2048, num_blocks=10, block_size=64, token_bytes=528,
                            k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
-    one = launch_plan(narrow, torch.device("cpu"), cfg, 1, True)
+    assert not launch_plan(narrow, torch.device("cpu"), cfg, 1, True).variant.fused_resolve
+    one = launch_plan(narrow, torch.device("cpu"), cfg, 1, True, fuse_resolve=True)
     assert one.split_len == 2048 and one.variant.fused_resolve and one.resolve is None and one.combine is None
     with pytest.raises(ValueError, match=r"num_splits=0: expected an int in \[1, 64\]"):
         launch_plan(problem, torch.device("cpu"), cfg, 0, True)

@@ -60,5 +60,6 @@ def test_every_config_has_a_fused_resolve_variant():
     fused = [v for v in VARIANTS if v.name.endswith("_fr")]
     assert fused and all(v.kind.endswith("+resolve") for v in fused)
     for v in VARIANTS:
-        if v.kind.startswith("decode") and "_split_lse" in v.name and "dev" not in v.name and not v.name.endswith("_fr"):
+        if v.kind.startswith("decode") and ("_split_lse" in v.name or "_direct_lse" in v.name) and "dev" not in v.name \
+                and not v.name.endswith("_fr"):
             assert v.name + "_fr" in names, v.name
