@@ -95,7 +95,9 @@ class LatentGather:
         assert tile_tokens % gather_tokens == 0 and id_window % gather_tokens == 0
         # fused_resolve = S > 0: the producer resolves its own slice of at most S ids first (no
         # separate resolve launch); its batches of loads in flight fit the producer's registers.
-        self.resolver = SplitResolve(WG, max(2, min(8, (regs - 56) // 8)), BAR_IDS, fused_resolve) if fused_resolve else None
+        self.resolver = SplitResolve(
+            WG, max(2, min(8, (regs - 56) // 8)), max(2, min(8, (regs - 40) // 4)), BAR_IDS, fused_resolve
+        ) if fused_resolve else None
         assert not fused_resolve or self._scratch_capacity() >= scratch_bytes(fused_resolve)
 
     def _scratch_capacity(self) -> int:

@@ -36,9 +36,10 @@ def scratch_bytes(max_slice: int) -> int:
 
 
 class SplitResolve:
-    def __init__(self, threads: int, batch: int, bar_id: int, max_slice: int):
+    def __init__(self, threads: int, batch: int, scan_batch: int, bar_id: int, max_slice: int):
         self.threads = threads  # the producer warpgroup
-        self.batch = batch  # ids per thread whose global loads are issued together
+        self.batch = batch  # the slice's ids per thread whose loads (and block-table loads) are issued together
+        self.scan_batch = scan_batch  # the same for the earlier positions' ids (no block-table loads)
         self.bar_id = bar_id  # a named barrier of the producer warpgroup alone
         self.max_slice = max_slice  # the launch plan keeps splits at most this long
         assert max_slice & (max_slice - 1) == 0 and max_slice < EARLIER
@@ -113,12 +114,13 @@ class SplitResolve:
         cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
         # 3. Ids before the slice: the same id there owns it. (An id valid here is valid there:
         # validity depends only on the id and the row.)
-        for b0 in cutlass.range(0, start, step, unroll=1):
-            for k in cutlass.range_constexpr(self.batch):
-                tok[k] = indices[row, cutlass.min(b0 + self.threads * k + tid, width - 1)]
-            for k in cutlass.range_constexpr(self.batch):
-                if b0 + self.threads * k + tid < start and tok[k] >= 0:
-                    self._mark_earlier(table, own, tok[k], hashing)
+        earlier = cute.make_rmem_tensor(cute.make_layout(self.scan_batch), Int32)
+        for b0 in cutlass.range(0, start, self.threads * self.scan_batch, unroll=1):
+            for k in cutlass.range_constexpr(self.scan_batch):
+                earlier[k] = indices[row, cutlass.min(b0 + self.threads * k + tid, width - 1)]
+            for k in cutlass.range_constexpr(self.scan_batch):
+                if b0 + self.threads * k + tid < start and earlier[k] >= 0:
+                    self._mark_earlier(table, own, earlier[k], hashing)
         cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
         # 4. Keep a position only if it is its id's first.
         for j in cutlass.range(tid, n, self.threads, unroll=1):
