@@ -20,7 +20,7 @@ from . import compile as kc
 from .bench import SOFTMAX_SCALE, parse_config
 from .bench_inputs import make_bench_problem
 from .checks import check_decode_args
-from .api import cache_operand, dsa_decode, launch_plan
+from .api import cache_operand, can_stream_resolve, dsa_decode, launch_plan
 from .grid_args import add_grid_args, int_list
 from .heuristics import resolve_table_slots
 from .model_config import KV_LORA_RANK
@@ -40,7 +40,7 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     cfg = parse_config(args.config) if args.config else None
     plan = launch_plan(problem, dev, cfg, args.splits, True, fuse_resolve=args.fuse)
     # The same decode with a separate resolve launch (ids resolved once, outside the timings).
-    unfused = replace(plan.variant, fused_resolve=False)
+    unfused = replace(plan.variant, fused_resolve=False, stream_resolve=False)
     resolve = kc.resolve_kernel(resolve_table_slots(width))
     splits, seg = plan.splits, plan.split_len
     cache = cache_operand(inp.kv_cache, problem)
@@ -82,7 +82,11 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     if seg <= plan.variant.config.fused_resolve_max_split():
         times["call fused"] = timed(lambda: call(True))
         times["call unfused"] = timed(lambda: call(False))
-        times["decode fused"] = timed(dec(variant=replace(plan.variant, fused_resolve=True)))
+        times["decode fused"] = timed(dec(variant=replace(unfused, fused_resolve=True)))
+    if can_stream_resolve(problem, plan.variant.config):
+        times["call stream"] = timed(lambda: call("stream"))
+        times["call unfused"] = timed(lambda: call(False))
+        times["decode stream"] = timed(dec(variant=replace(unfused, stream_resolve=True)))
     if splits > 1:
         times["combine"] = timed(comb)
         times["dec+comb"] = timed(lambda: (decode(), comb()))
@@ -102,7 +106,7 @@ def run(args) -> int:
     bad = [d for d in args.drop_list if d not in DROPS]
     if bad:
         raise SystemExit(f"--drops: unknown stage(s) {bad}; expected a comma list of {', '.join(DROPS)}")
-    cols = ["splits", "call", "call fused", "call unfused", "resolve", "decode", "decode fused", "combine", "dec+comb"] + [f"-{d}" for d in args.drop_list]
+    cols = ["splits", "call", "call fused", "call stream", "call unfused", "resolve", "decode", "decode fused", "decode stream", "combine", "dec+comb"] + [f"-{d}" for d in args.drop_list]
     print(f"timing: {'CUDA-graph replay' if args.graph else 'CUDA events'}, L2 flushed, median")
     print("| B | H | W | " + " | ".join(c if c == "splits" else c + " µs" for c in cols) + " |")
     print("|" + "---|" * (3 + len(cols)))
@@ -124,8 +128,10 @@ def add_parser(sub) -> None:
     a.add_argument("--iters", type=int, default=20)
     a.add_argument("--drops", default=",".join(DROPS), help=f"stages to drop, one variant each (default {','.join(DROPS)}; '' for none)")
     a.add_argument("--splits", type=int, help="force the split count (default: the tuned or automatic one)")
-    a.add_argument("--fuse", type=lambda v: {"auto": None, "on": True, "off": False}[v], default=None, metavar="{auto,on,off}",
-                   help="the decode resolves its own ids: by split length (auto), always (on) or never (off)")
+    a.add_argument("--fuse", type=lambda v: {"auto": None, "on": True, "off": False, "slice": "slice", "stream": "stream"}[v],
+                   default=None, metavar="{auto,on,off,slice,stream}",
+                   help="the decode resolves its own ids: by split length (auto), always (on), never (off), or forced "
+                        "up front (slice) or window by window (stream)")
     a.add_argument("--graph", action="store_true", help="time by CUDA-graph replay (no launch gaps) instead of events")
     a.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6")
     a.set_defaults(fn=run)

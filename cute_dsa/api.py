@@ -16,8 +16,8 @@ import torch
 
 from . import compile as kc
 from .checks import check_decode_args, squeeze_kv_head
-from .heuristics import FUSED_RESOLVE_MAX_SPLIT, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
-from .kernel_config import DecodeKernelConfig, DecodeVariant
+from .heuristics import FUSED_RESOLVE_MAX_SPLIT, STREAM_RESOLVE_AUTO, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
+from .kernel_config import STREAM_RESOLVE_TOKENS, DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .config_select import device_info, select_launch
 
@@ -59,10 +59,45 @@ class LaunchPlan:
 _plans: Dict[tuple, LaunchPlan] = {}
 
 
-def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve: Optional[bool] = None) -> LaunchPlan:
-    """`fuse_resolve`: None decides by the split length (splits of at most FUSED_RESOLVE_MAX_SPLIT
-    positions resolve in the decode), a bool forces it (True needs splits of at most
-    cfg.fused_resolve_max_split() positions)."""
+RESOLVE_MODES = ("slice", "stream")
+
+
+def can_stream_resolve(problem, cfg: DecodeKernelConfig) -> bool:
+    """The decode can resolve its ids window by window: the config has id windows and room for the
+    step's shared memory, and the bitmap covers every token a row can address."""
+    return cfg.can_stream_resolve() and 0 < problem.max_blocks * problem.block_size <= STREAM_RESOLVE_TOKENS
+
+
+def resolve_mode(problem, cfg: DecodeKernelConfig, seg: int, fuse_resolve) -> str:
+    """Who resolves the ids: "launch" (the resolve kernel), "slice" (each decode CTA its split, up
+    front) or "stream" (each decode CTA window by window). `fuse_resolve`: None decides (slices of
+    at most FUSED_RESOLVE_MAX_SPLIT positions, else streamed where possible), False takes the
+    launch, True the decode (slice where the split fits the config's table, else streamed), and
+    "slice"/"stream" force one."""
+    longest = cfg.fused_resolve_max_split()
+    stream = can_stream_resolve(problem, cfg)
+    if fuse_resolve is None:
+        if seg <= FUSED_RESOLVE_MAX_SPLIT:
+            return "slice"
+        return "stream" if stream and STREAM_RESOLVE_AUTO else "launch"
+    if fuse_resolve is False:
+        return "launch"
+    if fuse_resolve == "stream" or (fuse_resolve is True and seg > longest):
+        if not stream:
+            raise ValueError(
+                f"fuse_resolve={fuse_resolve!r}: splits of {seg} positions need the streamed resolve (at most {longest} "
+                f"resolve up front), which needs id windows and {cfg.stream_resolve_bytes()} more bytes of shared memory "
+                f"({cfg.label()}: id_window={cfg.id_window}, {cfg.smem_bytes()} bytes) and a cache whose rows address "
+                f"at most {STREAM_RESOLVE_TOKENS} tokens (block_table.shape[1] x block_size = {problem.max_blocks * problem.block_size})"
+            )
+        return "stream"
+    if seg > longest:
+        raise ValueError(f"fuse_resolve={fuse_resolve!r}: splits of {seg} positions, expected at most {longest} ({cfg.label()})")
+    return "slice"
+
+
+def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve=None) -> LaunchPlan:
+    """`fuse_resolve`: see `resolve_mode`."""
     key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
     plan = _plans.get(key)
     if plan is not None:
@@ -78,14 +113,12 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
-    longest = cfg.fused_resolve_max_split()
-    fused = seg <= FUSED_RESOLVE_MAX_SPLIT if fuse_resolve is None else fuse_resolve
-    if fused and seg > longest:
-        raise ValueError(f"fuse_resolve=True: splits of {seg} positions, expected at most {longest} ({cfg.label()})")
+    mode = resolve_mode(problem, cfg, seg, fuse_resolve)
+    fused = mode != "launch"
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
-        flat_cache=problem.flat_cache, fused_resolve=fused,
+        flat_cache=problem.flat_cache, fused_resolve=mode == "slice", stream_resolve=mode == "stream",
     )
     plan = _plans[key] = LaunchPlan(
         splits=splits, split_len=seg, variant=variant,
@@ -144,8 +177,8 @@ def dsa_decode(
     if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)):
         raise ValueError(f"num_splits={num_splits!r}: expected an int or None")
     write_lse = return_lse or lse is not None
-    if fuse_resolve is not None and not isinstance(fuse_resolve, bool):
-        raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True or False")
+    if fuse_resolve is not None and not isinstance(fuse_resolve, bool) and fuse_resolve not in RESOLVE_MODES:
+        raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True, False, 'slice' or 'stream'")
     plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
@@ -155,7 +188,7 @@ def dsa_decode(
     scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
     cache_bytes = cache_operand(kv_cache, problem)
 
-    phys = torch.empty_like(indices)
+    phys = indices if plan.variant.stream_resolve else torch.empty_like(indices)  # streamed: no phys (never read)
     if plan.resolve is not None:
         plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
     ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)

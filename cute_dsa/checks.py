@@ -29,6 +29,7 @@ class DecodeProblem:
     k_scale_on_device: bool
     v_scale_on_device: bool
     flat_cache: bool = False  # blocks back to back: the decode addresses rows without block math
+    max_blocks: int = 0  # block_table.shape[1]: a row addresses at most max_blocks x block_size tokens (0: unknown)
 
 
 def _need(cond: bool, msg: Callable[[], str]) -> None:
@@ -153,6 +154,7 @@ def check_decode_args(
         if t is not None:
             _need(t.device == device, lambda: f"{name}.device={t.device}: expected {device} (same as q)")
     return DecodeProblem(
+        max_blocks=block_table.shape[1],
         num_rows=num_rows,
         num_heads=num_heads,
         width=width,

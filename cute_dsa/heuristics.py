@@ -85,6 +85,9 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
 # splits of 64-128 positions; with 256-512 the in-decode resolve costs 1-15 µs more than the
 # resolve launch it saves, and one split of all 2048 positions 10-56 µs more at 64-256 rows.
 FUSED_RESOLVE_MAX_SPLIT = 128
+# Longer splits resolve their ids window by window inside the decode when the config and the cache
+# allow it (kernels/stream_resolve.py), instead of a resolve launch.
+STREAM_RESOLVE_AUTO = True
 
 
 def resolve_table_slots(width: int) -> int:

@@ -10,6 +10,9 @@ SCORES = ("split", "one")
 LOAD_GROUP_TOKENS = 16  # tokens per register set of the ld_global producer (four 16-byte loads a thread)
 MAX_FUSED_SPLIT = 4096  # positions a decode resolving its own ids takes at most
 RESOLVE_BYTES_PER_POSITION = 12  # its shared-memory table: two 4-byte slots and the 4-byte id
+# A decode resolving its ids window by window keeps a bitmap of this many tokens (8 KB): caches whose
+# rows address more (max_blocks x block_size) keep the resolve launch.
+STREAM_RESOLVE_TOKENS = 65536
 CONVERTS = ("producer", "consumer", "registers")
 TOKENS_M_HEAD_TILES = (8, 16, 32)  # heads per CTA with tokens as M: the wgmma N
 GATHER_TOKENS_TOKENS_M = 32  # tokens per gather stage with tokens as M (two per 64-token K/V tile)
@@ -149,6 +152,16 @@ class DecodeKernelConfig:
             p //= 2
         return p
 
+    def stream_resolve_bytes(self) -> int:
+        """Shared memory of the window-by-window resolve (kernels/stream_resolve.py): two hash
+        tables of 2 x id_window keys and positions, and the token bitmap."""
+        return 4 * (8 * self.id_window + STREAM_RESOLVE_TOKENS // 32)
+
+    def can_stream_resolve(self) -> bool:
+        """The producer can resolve its ids window by window: it has id windows, and shared memory
+        for the tables and the bitmap next to everything else."""
+        return self.id_window > 0 and self.smem_bytes() + self.stream_resolve_bytes() <= SMEM_LIMIT
+
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2
         k = self.kv_buffers * self.chunk_tokens * 512 * 2  # the 16-bit K/V tiles
@@ -217,3 +230,6 @@ class DecodeVariant:
     # it gathers, instead of a separate resolve launch: for splits of at most
     # DecodeKernelConfig.fused_resolve_max_split() positions (the launch plan decides).
     fused_resolve: bool = False
+    # The producer resolves its ids one id window ahead of its gather (any split length; caches of at
+    # most STREAM_RESOLVE_TOKENS addressable tokens; DecodeKernelConfig.can_stream_resolve()).
+    stream_resolve: bool = False

@@ -30,7 +30,7 @@ def decode_variant_name(v: DecodeVariant) -> str:
         f"{''.join('_' + t for t in c.tags())}{'_flat' if v.flat_cache else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
-        f"{'_fr' if v.fused_resolve else ''}{'_drop_' + v.drop if v.drop else ''}"
+        f"{'_fr' if v.fused_resolve else ''}{'_sr' if v.stream_resolve else ''}{'_drop_' + v.drop if v.drop else ''}"
     )
 
 
@@ -48,6 +48,26 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
             out.append(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
                                      flat_cache=flat, fused_resolve=True))
     return out
+
+
+def stream_variants(configs: Iterable[DecodeKernelConfig]) -> List[DecodeVariant]:
+    """The decode resolving its ids window by window (the launch's choice for long splits), for the
+    configs that can: direct and split, with LSE, flat and blocked cache."""
+    out = []
+    for cfg in dict.fromkeys(configs):
+        if cfg.can_stream_resolve():
+            for split, flat in itertools.product([False, True], repeat=2):
+                out.append(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                                         flat_cache=flat, stream_resolve=True))
+    return out
+
+
+def tuned_configs() -> List[DecodeKernelConfig]:
+    """The configs of the shipped H200 tuning table (tuning/NVIDIA_H200.yaml)."""
+    from .tuning_table import table_for
+
+    table = table_for("NVIDIA H200")
+    return [e.best.config for e in table.entries] if table else []
 
 
 def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List[Variant]:
@@ -79,18 +99,21 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         decodes = decode_variants(defaults) + decode_variants([c for c in config_space()[0] if c not in defaults], all_flags=False)
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
+        decodes += stream_variants(defaults + tuned_configs())
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
-        kind = "ablation" if dv.drop else decode_kind(dv.config, dv.fused_resolve)
+        kind = "ablation" if dv.drop else decode_kind(dv.config, dv.fused_resolve, dv.stream_resolve)
         res.append(Variant(decode_variant_name(dv), kind, lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
 
 
-def decode_kind(cfg: DecodeKernelConfig, fused_resolve: bool = False) -> str:
+def decode_kind(cfg: DecodeKernelConfig, fused_resolve: bool = False, stream_resolve: bool = False) -> str:
     """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads (and
-    with its own resolve, '+resolve': the duplicate filter's shared-memory atomics)."""
-    return ("decode_lg" if cfg.gather == "ld_global" else "decode") + ("+resolve" if fused_resolve else "")
+    with its own resolve, '+resolve': the duplicate filter's shared-memory atomics; streamed,
+    '+stream': those and the token bitmap's)."""
+    own = "+resolve" if fused_resolve else "+stream" if stream_resolve else ""
+    return ("decode_lg" if cfg.gather == "ld_global" else "decode") + own
 
 
 # What each kernel's PTX must contain (the design's promises) and must not.
@@ -99,6 +122,7 @@ REQUIRED = {
     "decode_lg": ["wgmma.mma_async", "ld.global.v4.b32", "cvt.rn.f16x2.e4m3x2", "setmaxnreg", "bar.arrive"],
     "ablation": ["setmaxnreg", "bar.arrive"],  # a dropped stage takes its instructions with it
     "resolve": ["atom.shared.cta.cas.b32", "atom.shared.cta.min.s32"],
+    "stream": ["atom.shared.cta.cas.b32", "atom.shared.cta.min.s32", "atom.shared.cta.or.b32"],
     "combine": ["ld.global.v4"],
 }
 FORBIDDEN = ["ld.local", "st.local"]

@@ -191,8 +191,28 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     assert launch_plan(problem, torch.device("cpu"), cfg, 4, True, fuse_resolve=True).variant.fused_resolve
     whole = launch_plan(problem, torch.device("cpu"), cfg, 1, True)  # 2176 > 2048 positions
     assert whole.split_len == 2176 and not whole.variant.fused_resolve
-    with pytest.raises(ValueError, match=r"fuse_resolve=True: splits of 2176 positions, expected at most 2048 \(n32 st2 kv2 w128\)"):
+    # Longer splits resolve window by window in the decode, where the cache's rows address few
+    # enough tokens for the bitmap (the problem above does not say how many: max_blocks 0).
+    with pytest.raises(ValueError, match=r"fuse_resolve=True: splits of 2176 positions need the streamed resolve .*"
+                                         r"\(block_table.shape\[1\] x block_size = 0\)"):
         launch_plan(problem, torch.device("cpu"), cfg, 1, True, fuse_resolve=True)
+    with pytest.raises(ValueError, match=r"fuse_resolve='stream': splits of 448 positions need the streamed resolve"):
+        launch_plan(problem, torch.device("cpu"), cfg, 5, True, fuse_resolve="stream")
+    paged = dataclasses.replace(problem, max_blocks=1024)  # 65536 tokens: the bitmap's whole reach
+    assert cfg.can_stream_resolve() and cfg.smem_bytes() + cfg.stream_resolve_bytes() <= 227 * 1024
+    for splits in (1, 4, 5):
+        auto = launch_plan(paged, torch.device("cpu"), cfg, splits, True)
+        assert auto.variant.stream_resolve and not auto.variant.fused_resolve and auto.resolve is None
+    assert launch_plan(paged, torch.device("cpu"), cfg, 17, True).variant.fused_resolve  # 128 positions: up front
+    assert launch_plan(paged, torch.device("cpu"), cfg, 17, True, fuse_resolve="stream").variant.stream_resolve
+    assert launch_plan(paged, torch.device("cpu"), cfg, 1, True, fuse_resolve=True).variant.stream_resolve
+    assert launch_plan(paged, torch.device("cpu"), cfg, 5, True, fuse_resolve="slice").variant.fused_resolve
+    assert launch_plan(paged, torch.device("cpu"), cfg, 5, True, fuse_resolve=False).resolve is not None
+    wide = dataclasses.replace(problem, max_blocks=1025)  # one block too many for the bitmap
+    assert launch_plan(wide, torch.device("cpu"), cfg, 1, True).resolve is not None
+    no_window = DecodeKernelConfig(id_window=0)
+    assert not no_window.can_stream_resolve()
+    assert launch_plan(paged, torch.device("cpu"), no_window, 1, True).resolve is not None
     narrow = DecodeProblem(2, 64, 2048, num_blocks=10, block_size=64, token_bytes=528,
                            k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
     assert not launch_plan(narrow, torch.device("cpu"), cfg, 1, True).variant.fused_resolve

@@ -149,6 +149,37 @@ def test_decode_resolving_its_own_ids(heads, splits):
     assert torch.equal(fused[0], separate[0]) and torch.equal(fused[1], separate[1]), "fused resolve differs from the resolve kernel"
 
 
+def _tuned_stream_configs():
+    from cute_dsa.tuning_table import table_for
+
+    out = []
+    for entry in table_for("NVIDIA H200").entries:
+        entry = entry.best
+        if entry.config.can_stream_resolve() and entry.config not in out:
+            out.append(entry.config)
+    return out
+
+
+STREAM_CONFIGS = _tuned_stream_configs()
+
+
+@pytest.mark.parametrize("cfg", STREAM_CONFIGS, ids=lambda c: c.label().replace(" ", "-"))
+@pytest.mark.parametrize("splits", [1, 3])
+def test_decode_streaming_its_own_ids(cfg, splits):
+    """The decode resolving its ids window by window (kernels/stream_resolve.py), with every tuned
+    config it can run: duplicates inside a window, across windows (the second half of a row
+    repeats the first, reversed) and across splits, holes, out-of-range ids, bad blocks and an
+    empty row give the very same bits as the resolve kernel."""
+    heads = cfg.head_tile if cfg.tiling == "tokens_m" else 100
+    inp = make_inputs(3, heads, 2176, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05, empty_rows=1,
+                      context=8192, seed=splits + cfg.stages, device="cuda", k_scale=0.9, v_scale=1.1)
+    half = inp.indices.shape[1] // 2
+    inp.indices[1, half:2 * half] = inp.indices[1, :half].flip(0)
+    streamed = _run_and_check(inp, num_splits=splits, config=cfg, fuse_resolve="stream")
+    separate = _run_and_check(inp, num_splits=splits, config=cfg, fuse_resolve=False, twice=False)
+    assert torch.equal(streamed[0], separate[0]) and torch.equal(streamed[1], separate[1]), "streamed resolve differs from the resolve kernel"
+
+
 @pytest.mark.parametrize("splits", [1, 2, 5, 17])
 def test_forced_splits(splits):
     inp = make_inputs(3, 64, 2176, seed=splits, device="cuda")

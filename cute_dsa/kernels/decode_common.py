@@ -10,9 +10,19 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32
 
 from .latent_gather import WG
+from .stream_resolve import stream_words
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
+
+
+def resolve_args(variant, id_window, smem, indices, seq_lens, block_table, block_size, num_blocks):
+    """`res`, what a producer resolving its own ids reads: the ids, lengths and block table, and
+    with stream_resolve its shared memory (allocated here, after everything else)."""
+    if variant.stream_resolve:
+        s_stream = smem.allocate_tensor(Int32, cute.make_layout(stream_words(id_window)), byte_alignment=16)
+        return (indices, seq_lens, block_table, block_size, num_blocks, s_stream)
+    return (indices, seq_lens, block_table, block_size, num_blocks)
 
 
 class DecodeKernelBase:
@@ -53,7 +63,7 @@ class DecodeKernelBase:
             # drains; the producer waits for it (griddepcontrol.wait) before its first row id.
             # A decode that resolves its own ids is the first launch: it waits for the previous
             # kernel (which may have written q and the ids) like any launch.
-            use_pdl=not self.variant.fused_resolve,
+            use_pdl=not (self.variant.fused_resolve or self.variant.stream_resolve),
         )
 
     @cute.jit

@@ -21,6 +21,7 @@ from cutlass.cute.nvgpu import cpasync
 
 from .fp8_fragments import logical_dim, unit_swizzle
 from .split_resolve import SplitResolve, scratch_bytes
+from .stream_resolve import StreamResolve
 
 DIM = 512  # kv_lora_rank: the whole token
 WG = 128
@@ -56,7 +57,7 @@ def tokens_m_barriers(raw_slots: int):
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
                  q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=0,
-                 stages_q=True):
+                 stages_q=True, stream_resolve=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -99,6 +100,10 @@ class LatentGather:
             WG, max(2, min(8, (regs - 56) // 8)), max(2, min(8, (regs - 40) // 4)), BAR_IDS, fused_resolve
         ) if fused_resolve else None
         assert not fused_resolve or self._scratch_capacity() >= scratch_bytes(fused_resolve)
+        # stream_resolve: the producer resolves each id window itself, a window ahead of its gather
+        # (`res` then ends with the step's shared memory, and takes the place of `phys`).
+        self.streamer = StreamResolve(WG, id_window, BAR_IDS, max(2, min(8, (regs - 40) // 4))) if stream_resolve else None
+        assert not (stream_resolve and (fused_resolve or id_window == 0))
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""
@@ -207,8 +212,35 @@ class LatentGather:
         cute.arch.griddepcontrol_wait()  # `phys` (the resolve kernel's output) is complete and visible
         if cutlass.const_expr(self.resolver is not None):
             self.resolver.run(res, phys, scratch, row, start, end, wg_tid, first)
-        ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
+        if cutlass.const_expr(self.streamer is not None):
+            ids, pend = self._first_ids_streamed(res, s_ids, row, start, end, wg_tid)
+        else:
+            ids, pend = self._first_ids(phys, s_ids, row, start, end, tok0, wg_tid, total_rows)
         return block_size, total_rows, c16, tok0, ids, pend
+
+    @cute.jit
+    def _first_ids_streamed(self, res, s_ids, row, start, end, wg_tid):
+        """(ids, pend) with the streamed resolve: window 0 resolved into s_ids[:, 0]; pend[0] and
+        pend[1] hold window 1's ids and block-table entries (in flight), pend[2] window 2's ids
+        (in flight), pend[3, 0] the sequence length."""
+        st = self.streamer
+        indices, block_table, block_size = res[0], res[2], res[3]
+        ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
+        ids.fill(0)
+        pend = cute.make_rmem_tensor(cute.make_layout((4, st.per_thread)), Int32)
+        pend.fill(0)
+        tok0 = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+        blk0 = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+        st.load_ids(tok0, indices, row, start, Int32(0), wg_tid)
+        st.load_ids(pend[0, None], indices, row, start, Int32(1), wg_tid)
+        seq_len = st.begin(res, row, start, wg_tid)  # clears and the earlier splits' ids: under the loads
+        st.load_blocks(blk0, tok0, block_table, block_size, row)
+        st.resolve_window(res, s_ids, Int32(0), row, start, end, Int32(0), tok0, blk0, seq_len, wg_tid)
+        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+        st.load_blocks(pend[1, None], pend[0, None], block_table, block_size, row)
+        st.load_ids(pend[2, None], indices, row, start, Int32(2), wg_tid)
+        pend[3, 0] = seq_len
+        return ids, pend
 
     @cute.jit
     def _first_ids(self, phys, s_ids, row, start, end, tok0, wg_tid, total_rows):
@@ -237,7 +269,20 @@ class LatentGather:
         """With an id window: stage c's row ids from shared memory into `ids` (-1 at or past
         `end`), first switching windows when stage c starts one."""
         cpw = self.id_window // self.N
-        if c % cpw == 0 and c > 0:
+        if cutlass.const_expr(self.streamer is not None):
+            if c % cpw == 0 and c > 0:
+                # Window k's ids and block-table entries were issued a window ago: resolve it into
+                # the slot that held k-2, then issue window k+1's block-table entries and k+2's ids.
+                st = self.streamer
+                k = c // cpw
+                res = phys  # the streamed resolve passes `res` in place of `phys`
+                st.resolve_window(res, s_ids, k % 2, row, start, end, k, pend[0, None], pend[1, None], pend[3, 0], wg_tid)
+                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                for j in cutlass.range_constexpr(st.per_thread):
+                    pend[0, j] = pend[2, j]
+                st.load_blocks(pend[1, None], pend[0, None], res[2], res[3], row)
+                st.load_ids(pend[2, None], res[0], row, start, k + 2, wg_tid)
+        elif c % cpw == 0 and c > 0:
             # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
             # which every producer thread finished reading before window k-1 began.
             k = c // cpw
@@ -289,6 +334,8 @@ class LatentGather:
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
+        if cutlass.const_expr(self.streamer is not None):
+            phys = res  # the id windows come from the ids themselves (`_stage_ids`)
         block_size, total_rows, c16, tok0, ids, pend = self._prologue(
             q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, s_raw.iterator
         )

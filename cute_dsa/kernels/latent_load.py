@@ -100,6 +100,8 @@ class DirectLatentGather(LatentGather):
     def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
         positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)"""
+        if cutlass.const_expr(self.streamer is not None):
+            phys = res  # the id windows come from the ids themselves (`_stage_ids`)
         block_size, total_rows, c16, tok0, ids, pend = self._prologue(
             q, cache, phys, s_q, s_ids, head_tile, row, start, end, wg_tid, res, self._scratch(s_k)
         )

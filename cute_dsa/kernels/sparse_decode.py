@@ -35,7 +35,7 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
-from .decode_common import DecodeKernelBase
+from .decode_common import DecodeKernelBase, resolve_args
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_XCHG, DIM, WG, LatentGather
 from .latent_load import DirectLatentGather
 
@@ -65,6 +65,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
             fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
+            stream_resolve=variant.stream_resolve,
         )
 
     def _register_plan(self):
@@ -119,6 +120,11 @@ class SparseDecodeKernel(DecodeKernelBase):
         s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.id_window, 1), 2)), byte_alignment=16)
         return s_valid, s_ids
 
+    def _resolve_args(self, smem, indices, seq_lens, block_table, block_size, num_blocks):
+        """What the producer's own resolve reads: the ids, lengths and block table (fused_resolve),
+        and the streamed resolve's shared memory (stream_resolve)."""
+        return resolve_args(self.variant, self.id_window, smem, indices, seq_lens, block_table, block_size, num_blocks)
+
     # ---------------------------------------------------------------- body
     @cute.kernel
     def kernel(
@@ -139,7 +145,6 @@ class SparseDecodeKernel(DecodeKernelBase):
         num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.N)
-        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_raw_l, s_x_l = self._layouts()
         smem = SmemAllocator()
@@ -147,6 +152,7 @@ class SparseDecodeKernel(DecodeKernelBase):
         s_raw, s_vring = self._raw_ring(smem, s_raw_l)
         s_x = smem.allocate_tensor(Float32, s_x_l, byte_alignment=16)
         s_valid, s_ids = self._flags_and_ids(smem)
+        res = self._resolve_args(smem, indices, seq_lens, block_table, block_size, num_blocks)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)

@@ -69,7 +69,6 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.N)
-        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_raw_l, _ = self._layouts()
         s_p_l = self._p_layout()
@@ -80,6 +79,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         s_scale = smem.allocate_tensor(Float32, cute.make_layout((self.M, 2)), byte_alignment=16)
         s_fin = smem.allocate_tensor(Float32, cute.make_layout(self.M), byte_alignment=16)
         s_valid, s_ids = self._flags_and_ids(smem)
+        res = self._resolve_args(smem, indices, seq_lens, block_table, block_size, num_blocks)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)

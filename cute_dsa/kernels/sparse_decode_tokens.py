@@ -39,7 +39,7 @@ from cutlass.memory import SmemAllocator
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
-from .decode_common import DecodeKernelBase
+from .decode_common import DecodeKernelBase, resolve_args
 from .fp8_fragments import convert_vt_kblock, fill_k_blocks, load_vt_kblock, output_dim
 from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, WG, LatentGather, tokens_m_barriers
 
@@ -81,6 +81,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
             handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer", regs=self.regs_producer,
             fragment_order=self.register_fed, fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0,
+            stream_resolve=variant.stream_resolve,
         )
 
     # ---------------------------------------------------------------- layouts
@@ -134,7 +135,6 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         num_blocks: Int32,
     ):
         head_tile, split, row, wg_idx, wg_tid, start, end, n_chunks = self._cta(phys, split_len, self.T)
-        res = (indices, seq_lens, block_table, block_size, num_blocks)  # for the producer's own resolve (fused_resolve)
 
         s_q_l, s_k_l, s_v_l, s_p_l, s_raw_l = self._layouts()
         smem = SmemAllocator()
@@ -162,6 +162,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
         s_valid = smem.allocate_tensor(Int32, cute.make_layout((self.T, 2)), byte_alignment=16)
         s_vring = smem.allocate_tensor(Int32, cute.make_layout((self.G, self.stages)), byte_alignment=16)
         s_ids = smem.allocate_tensor(Int32, cute.make_layout((max(self.gather.id_window, 1), 2)), byte_alignment=16)
+        res = resolve_args(self.variant, self.gather.id_window, smem, indices, seq_lens, block_table, block_size, num_blocks)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)

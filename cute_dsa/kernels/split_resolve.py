@@ -70,7 +70,7 @@ class SplitResolve:
         """phys[row, start:end] = the resolved rows of the slice. `res` = (indices, seq_lens,
         block_table, block_size, num_blocks); `scratch`: a shared-memory pointer, scratch_bytes();
         `tok`: prefetch()'s ids."""
-        indices, seq_lens, block_table, block_size, num_blocks = res
+        indices, seq_lens, block_table, block_size, num_blocks = res[:5]
         n = end - start
         log2_slots = Int32(MIN_LOG2_SLOTS)
         while (Int32(1) << log2_slots) < 2 * n:
