@@ -1,4 +1,6 @@
-"""One decode (or FlashMLA's) under Nsight Compute: python benchmarks/profile.py ours|flashmla B H W [CONTEXT]
+"""One decode (or FlashMLA's) under Nsight Compute: python benchmarks/profile.py ours|flashmla B H W [CONTEXT [FUSE]]
+
+FUSE: dsa_decode's fuse_resolve (auto, off, on, slice, stream).
 
 Builds the bench problem, warms the call up (compiles), then runs it once between
 cudaProfilerStart/Stop, so `ncu --profile-from-start off` sees exactly one call's kernels.
@@ -7,7 +9,8 @@ import sys
 
 import torch
 
-from cute_dsa.bench import SOFTMAX_SCALE, ours_call
+from cute_dsa.api import dsa_decode
+from cute_dsa.bench import SOFTMAX_SCALE
 from cute_dsa.bench_inputs import make_bench_problem
 from cute_dsa.peers import setup_flashmla
 
@@ -15,7 +18,15 @@ who = sys.argv[1]
 b, h, w = map(int, sys.argv[2:5])
 ctx = int(sys.argv[5]) if len(sys.argv) > 5 else 8192
 p = make_bench_problem(b, h, w, context=ctx)
-call = ours_call(p) if who == "ours" else setup_flashmla(p, SOFTMAX_SCALE)
+fuse = {"auto": None, "off": False, "on": True}.get(sys.argv[6], sys.argv[6]) if len(sys.argv) > 6 else None
+inp = p.inputs
+
+
+def ours():
+    return dsa_decode(*inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE, fuse_resolve=fuse)
+
+
+call = ours if who == "ours" else setup_flashmla(p, SOFTMAX_SCALE)
 for _ in range(3):
     call()
 torch.cuda.synchronize()
@@ -23,4 +34,4 @@ torch.cuda.cudart().cudaProfilerStart()
 call()
 torch.cuda.synchronize()
 torch.cuda.cudart().cudaProfilerStop()
-print(f"profiled {who} B={b} H={h} W={w} context={ctx}")
+print(f"profiled {who} B={b} H={h} W={w} context={ctx} fuse_resolve={fuse!r}")
