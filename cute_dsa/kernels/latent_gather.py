@@ -277,9 +277,12 @@ class LatentGather:
                 k = c // cpw
                 res = phys  # the streamed resolve passes `res` in place of `phys`
                 st.resolve_window(res, s_ids, k % 2, row, start, end, k, pend[0, None], pend[1, None], pend[3, 0], wg_tid)
-                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+                # Window k+1's ids move before the barrier: below it ptxas hoists the next loads above
+                # the move, loads into fresh registers and moves those back at the end, which waits
+                # a whole round trip right after the issue (seen in the SASS under Nsight Compute).
                 for j in cutlass.range_constexpr(st.per_thread):
                     pend[0, j] = pend[2, j]
+                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
                 st.load_blocks(pend[1, None], pend[0, None], res[2], res[3], row)
                 st.load_ids(pend[2, None], res[0], row, start, k + 2, wg_tid)
         elif c % cpw == 0 and c > 0:
