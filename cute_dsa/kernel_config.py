@@ -154,8 +154,8 @@ class DecodeKernelConfig:
 
     def stream_resolve_bytes(self) -> int:
         """Shared memory of the window-by-window resolve (kernels/stream_resolve.py): two hash
-        tables of 2 x id_window keys and positions, and the token bitmap."""
-        return 4 * (8 * self.id_window + STREAM_RESOLVE_TOKENS // 32)
+        tables of 2 x id_window keys and positions, the token bitmap and the next window's ids."""
+        return 4 * (9 * self.id_window + STREAM_RESOLVE_TOKENS // 32)
 
     def can_stream_resolve(self) -> bool:
         """The producer can resolve its ids window by window: it has id windows, and shared memory

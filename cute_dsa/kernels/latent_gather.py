@@ -220,26 +220,28 @@ class LatentGather:
 
     @cute.jit
     def _first_ids_streamed(self, res, s_ids, row, start, end, wg_tid):
-        """(ids, pend) with the streamed resolve: window 0 resolved into s_ids[:, 0]; pend[0] and
-        pend[1] hold window 1's ids and block-table entries (in flight), pend[2] window 2's ids
-        (in flight), pend[3, 0] the sequence length."""
+        """(ids, pend) with the streamed resolve: window 0 resolved into s_ids[:, 0]; window 1's
+        ids parked in shared memory and its block-table entries in flight in pend[0], window 2's
+        ids in flight in pend[1]; pend[2, 0] the sequence length."""
         st = self.streamer
-        indices, block_table, block_size = res[0], res[2], res[3]
+        indices, block_table, block_size, s_stream = res[0], res[2], res[3], res[5]
         ids = cute.make_rmem_tensor(cute.make_layout(self.row_passes), Int32)
         ids.fill(0)
-        pend = cute.make_rmem_tensor(cute.make_layout((4, st.per_thread)), Int32)
+        pend = cute.make_rmem_tensor(cute.make_layout((3, st.per_thread)), Int32)
         pend.fill(0)
-        tok0 = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
-        blk0 = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
-        st.load_ids(tok0, indices, row, start, Int32(0), wg_tid)
-        st.load_ids(pend[0, None], indices, row, start, Int32(1), wg_tid)
+        tok = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+        blk = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+        st.load_ids(tok, indices, row, start, Int32(0), wg_tid)
+        st.load_ids(pend[1, None], indices, row, start, Int32(1), wg_tid)
         seq_len = st.begin(res, row, start, wg_tid)  # clears and the earlier splits' ids: under the loads
-        st.load_blocks(blk0, tok0, block_table, block_size, row)
-        st.resolve_window(res, s_ids, Int32(0), row, start, end, Int32(0), tok0, blk0, seq_len, wg_tid)
+        st.load_blocks(blk, tok, block_table, block_size, row)
+        st.resolve_window(res, s_ids, Int32(0), row, start, end, Int32(0), tok, blk, seq_len, wg_tid)
+        st.park(s_stream, pend[1, None], wg_tid)
         cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-        st.load_blocks(pend[1, None], pend[0, None], block_table, block_size, row)
-        st.load_ids(pend[2, None], indices, row, start, Int32(2), wg_tid)
-        pend[3, 0] = seq_len
+        st.parked(s_stream, tok, wg_tid)
+        st.load_blocks(pend[0, None], tok, block_table, block_size, row)
+        st.load_ids(pend[1, None], indices, row, start, Int32(2), wg_tid)
+        pend[2, 0] = seq_len
         return ids, pend
 
     @cute.jit
@@ -271,20 +273,20 @@ class LatentGather:
         cpw = self.id_window // self.N
         if cutlass.const_expr(self.streamer is not None):
             if c % cpw == 0 and c > 0:
-                # Window k's ids and block-table entries were issued a window ago: resolve it into
-                # the slot that held k-2, then issue window k+1's block-table entries and k+2's ids.
+                # Window k's ids (parked) and block-table entries (in flight since a window ago):
+                # resolve it into the slot that held k-2; park window k+1's landed ids, then issue
+                # their block-table entries and window k+2's ids.
                 st = self.streamer
                 k = c // cpw
                 res = phys  # the streamed resolve passes `res` in place of `phys`
-                st.resolve_window(res, s_ids, k % 2, row, start, end, k, pend[0, None], pend[1, None], pend[3, 0], wg_tid)
-                # Window k+1's ids move before the barrier: below it ptxas hoists the next loads above
-                # the move, loads into fresh registers and moves those back at the end, which waits
-                # a whole round trip right after the issue (seen in the SASS under Nsight Compute).
-                for j in cutlass.range_constexpr(st.per_thread):
-                    pend[0, j] = pend[2, j]
+                tok = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+                st.parked(res[5], tok, wg_tid)
+                st.resolve_window(res, s_ids, k % 2, row, start, end, k, tok, pend[0, None], pend[2, 0], wg_tid)
+                st.park(res[5], pend[1, None], wg_tid)
                 cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                st.load_blocks(pend[1, None], pend[0, None], res[2], res[3], row)
-                st.load_ids(pend[2, None], res[0], row, start, k + 2, wg_tid)
+                st.parked(res[5], tok, wg_tid)
+                st.load_blocks(pend[0, None], tok, res[2], res[3], row)
+                st.load_ids(pend[1, None], res[0], row, start, k + 2, wg_tid)
         elif c % cpw == 0 and c > 0:
             # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
             # which every producer thread finished reading before window k-1 began.

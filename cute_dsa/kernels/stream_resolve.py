@@ -34,9 +34,9 @@ NO_POSITION = 0x7FFFFFFF
 
 
 def stream_words(window: int) -> int:
-    """Int32 words of shared memory the step needs: two tables of 2W keys and 2W positions, and
-    the bitmap."""
-    return 2 * 2 * 2 * window + BITMAP_WORDS
+    """Int32 words of shared memory the step needs: two tables of 2W keys and 2W positions, the
+    bitmap, and the next window's ids."""
+    return 2 * 2 * 2 * window + BITMAP_WORDS + window
 
 
 class StreamResolve:
@@ -55,6 +55,25 @@ class StreamResolve:
         vals = cute.make_tensor(s_stream.iterator + 2 * self.slots, cute.make_layout((self.slots, 2)))
         bitmap = cute.make_tensor(s_stream.iterator + 4 * self.slots, cute.make_layout(BITMAP_WORDS))
         return keys, vals, bitmap
+
+    def next_ids(self, s_stream):
+        """The landed ids of the next window, parked in shared memory: a loaded value kept in a
+        loop-carried register instead gets moved between registers at the loop's merge points,
+        and the move waits for the load (ptxas, seen under Nsight Compute)."""
+        return cute.make_tensor(s_stream.iterator + 4 * self.slots + BITMAP_WORDS, cute.make_layout(self.window))
+
+    @cute.jit
+    def park(self, s_stream, ids, tid):
+        """The next window's ids (landed) into shared memory: this thread's own entries."""
+        nxt = self.next_ids(s_stream)
+        for j in cutlass.range_constexpr(self.per_thread):
+            nxt[tid + self.threads * j] = ids[j]
+
+    @cute.jit
+    def parked(self, s_stream, dst, tid):
+        nxt = self.next_ids(s_stream)
+        for j in cutlass.range_constexpr(self.per_thread):
+            dst[j] = nxt[tid + self.threads * j]
 
     @cute.jit
     def _slot(self, token):
