@@ -85,9 +85,11 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
 # splits of 64-128 positions; with 256-512 the in-decode resolve costs 1-15 µs more than the
 # resolve launch it saves, and one split of all 2048 positions 10-56 µs more at 64-256 rows.
 FUSED_RESOLVE_MAX_SPLIT = 128
-# Longer splits resolve their ids window by window inside the decode when the config and the cache
-# allow it (kernels/stream_resolve.py), instead of a resolve launch.
-STREAM_RESOLVE_AUTO = True
+# Longer splits could resolve their ids window by window inside the decode (kernels/stream_resolve.py,
+# fuse_resolve="stream"), but on the H200 that decode runs 1.4x longer than the decode plus the
+# resolve launch it replaces (graph replay, B=128 W=2048: H=8 81.7 vs 63.9 µs, H=64 146.9 vs 110.1;
+# benchmarks/gpu-tests.md, eighth session): the automatic choice keeps the launch.
+STREAM_RESOLVE_AUTO = False
 
 
 def resolve_table_slots(width: int) -> int:

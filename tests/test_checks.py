@@ -166,7 +166,7 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     from cute_dsa.api import cache_operand, launch_plan
     from cute_dsa.checks import DecodeProblem
     from cute_dsa.compile import ensure_arch_for_cpu_compile
-    from cute_dsa.heuristics import split_length
+    from cute_dsa.heuristics import STREAM_RESOLVE_AUTO, split_length
     from cute_dsa.kernel_config import DecodeKernelConfig
 
     ensure_arch_for_cpu_compile()
@@ -200,9 +200,12 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
         launch_plan(problem, torch.device("cpu"), cfg, 5, True, fuse_resolve="stream")
     paged = dataclasses.replace(problem, max_blocks=1024)  # 65536 tokens: the bitmap's whole reach
     assert cfg.can_stream_resolve() and cfg.smem_bytes() + cfg.stream_resolve_bytes() <= 227 * 1024
-    for splits in (1, 4, 5):
+    for splits in (1, 4, 5):  # measured slower than the resolve launch: automatic only if STREAM_RESOLVE_AUTO
         auto = launch_plan(paged, torch.device("cpu"), cfg, splits, True)
-        assert auto.variant.stream_resolve and not auto.variant.fused_resolve and auto.resolve is None
+        assert auto.variant.stream_resolve == STREAM_RESOLVE_AUTO and (auto.resolve is None) == STREAM_RESOLVE_AUTO
+        assert not auto.variant.fused_resolve
+        streamed = launch_plan(paged, torch.device("cpu"), cfg, splits, True, fuse_resolve="stream")
+        assert streamed.variant.stream_resolve and not streamed.variant.fused_resolve and streamed.resolve is None
     assert launch_plan(paged, torch.device("cpu"), cfg, 17, True).variant.fused_resolve  # 128 positions: up front
     assert launch_plan(paged, torch.device("cpu"), cfg, 17, True, fuse_resolve="stream").variant.stream_resolve
     assert launch_plan(paged, torch.device("cpu"), cfg, 1, True, fuse_resolve=True).variant.stream_resolve
