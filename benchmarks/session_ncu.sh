@@ -22,3 +22,4 @@ prof ours_b1_h64 ours 1 64 2048
 prof ours_b128_h128 ours 128 128 2048
 "$NCU" -i /tmp/ours_b128_h64.ncu-rep --page source --csv --print-source sass > "$OUT/src_ours_b128_h64.csv" 2>&1; echo "src rc=$? $(wc -c < $OUT/src_ours_b128_h64.csv)"
 grep -E "^  [a-zA-Z_]|Duration|Throughput|Pipe|Registers|Shared Memory Configuration|Achieved Occupancy|Issue Slots|No Eligible|Active Warps" "$OUT/details.txt" | head -150
+python benchmarks/ncu_summary.py $(for f in "$OUT"/raw_*.csv; do n=${f##*/raw_}; echo "${n%.csv}=$f"; done)

@@ -19,3 +19,4 @@ prof stream_h8 ours 128 8 2048 8192 stream
 "$NCU" -i /tmp/off_h64.ncu-rep --page source --csv --print-source sass --kernel-name regex:Decode > "$OUT/src_off_h64.csv" 2>&1
 "$NCU" -i /tmp/stream_h8.ncu-rep --page source --csv --print-source sass > "$OUT/src_stream_h8.csv" 2>&1
 ls -la "$OUT"
+python benchmarks/ncu_summary.py $(for f in "$OUT"/raw_*.csv; do n=${f##*/raw_}; echo "${n%.csv}=$f"; done)
