@@ -18,6 +18,10 @@ no lower position of the row holds the same valid id.
 Both are deterministic: the kept position of a duplicate set is always the lowest, so the
 result is bitwise equal to the two-launch path. The bitmap covers STREAM_RESOLVE_TOKENS tokens
 (max_blocks x block_size, the most a row can address); larger caches keep the resolve launch.
+
+Status: correct, but on the H200 the decode runs ~1.4x longer with it than decode + resolve
+launch (benchmarks/gpu-tests.md, eighth session), so it is opt-in (fuse_resolve="stream";
+heuristics.STREAM_RESOLVE_AUTO).
 """
 
 from __future__ import annotations
