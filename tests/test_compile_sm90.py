@@ -61,5 +61,21 @@ def test_every_config_has_a_fused_resolve_variant():
     assert fused and all(v.kind.endswith("+resolve") for v in fused)
     for v in VARIANTS:
         if v.kind.startswith("decode") and ("_split_lse" in v.name or "_direct_lse" in v.name) and "dev" not in v.name \
-                and not v.name.endswith("_fr"):
+                and not v.name.endswith(("_fr", "_sr")):
             assert v.name + "_fr" in names, v.name
+
+
+def test_every_tuned_config_that_can_stream_has_streamed_resolve_variants():
+    from cute_dsa.kernel_config import DecodeVariant
+    from cute_dsa.variants import decode_variant_name, tuned_configs
+
+    streamed = {v.name: v for v in VARIANTS if v.name.endswith("_sr")}
+    assert streamed and all(v.kind.endswith("+stream") for v in streamed.values())
+    tuned = [c for c in tuned_configs() if c.can_stream_resolve()]
+    assert tuned, "the shipped table has configs that can stream"
+    for cfg in tuned:
+        for split in (False, True):
+            for flat in (False, True):
+                dv = DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                                   flat_cache=flat, stream_resolve=True)
+                assert decode_variant_name(dv) in streamed, decode_variant_name(dv)
