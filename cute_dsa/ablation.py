@@ -79,13 +79,15 @@ def stage_times(batch: int, heads: int, width: int, flush: L2Flusher, args) -> D
     res()
     decode = dec()
     times = {"splits": float(splits), "call": timed(call), "resolve": timed(res), "decode": timed(decode)}
-    if seg <= plan.variant.config.fused_resolve_max_split():
+    slice_fits = seg <= plan.variant.config.fused_resolve_max_split()
+    stream_fits = can_stream_resolve(problem, plan.variant.config)
+    if slice_fits or stream_fits:
+        times["call unfused"] = timed(lambda: call(False))
+    if slice_fits:
         times["call fused"] = timed(lambda: call(True))
-        times["call unfused"] = timed(lambda: call(False))
         times["decode fused"] = timed(dec(variant=replace(unfused, fused_resolve=True)))
-    if can_stream_resolve(problem, plan.variant.config):
+    if stream_fits:
         times["call stream"] = timed(lambda: call("stream"))
-        times["call unfused"] = timed(lambda: call(False))
         times["decode stream"] = timed(dec(variant=replace(unfused, stream_resolve=True)))
     if splits > 1:
         times["combine"] = timed(comb)

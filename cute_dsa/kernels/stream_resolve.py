@@ -80,6 +80,13 @@ class StreamResolve:
             dst[j] = nxt[tid + self.threads * j]
 
     @cute.jit
+    def _clear_table(self, keys, vals, buf, tid):
+        """Empty table `buf` (0 or 1): no keys, no positions."""
+        for s in cutlass.range(tid, self.slots, self.threads, unroll=1):
+            keys[s, buf] = Int32(EMPTY)
+            vals[s, buf] = Int32(NO_POSITION)
+
+    @cute.jit
     def _slot(self, token):
         h = Uint32(token) * Uint32(HASH_MUL)
         return Int32(h >> Uint32(32 - self.log2_slots))
@@ -110,9 +117,7 @@ class StreamResolve:
         limit = cutlass.min(seq_len, addressable)
         for w in cutlass.range(tid, (addressable + 31) // 32, self.threads, unroll=1):
             bitmap[w] = Int32(0)
-        for s in cutlass.range(tid, self.slots, self.threads, unroll=1):
-            keys[s, 0] = Int32(EMPTY)
-            vals[s, 0] = Int32(NO_POSITION)
+        self._clear_table(keys, vals, Int32(0), tid)
         cute.arch.barrier(barrier_id=self.bar_id, number_of_threads=self.threads)
         width = indices.shape[1]
         earlier = cute.make_rmem_tensor(cute.make_layout(self.scan_batch), Int32)
@@ -137,9 +142,7 @@ class StreamResolve:
         buf = k % 2
         mask = self.slots - 1
         # The other table served window k-1, whose checks ended before this window began: clear it for k+1.
-        for s in cutlass.range(tid, self.slots, self.threads, unroll=1):
-            keys[s, 1 - buf] = Int32(EMPTY)
-            vals[s, 1 - buf] = Int32(NO_POSITION)
+        self._clear_table(keys, vals, 1 - buf, tid)
         ph = cute.make_rmem_tensor(cute.make_layout(self.per_thread), Int32)
         for j in cutlass.range_constexpr(self.per_thread):
             p = start + k * self.window + tid + self.threads * j
