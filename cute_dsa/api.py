@@ -2,7 +2,8 @@
 
 Launches (all on torch's current CUDA stream, no host synchronisation, CUDA-graph capturable):
 1. ResolveIndices: logical ids -> physical cache rows, duplicates and invalid ids -> -1 (not
-   launched when the splits are short: each decode CTA then resolves its own slice);
+   launched when the splits are short: each decode CTA then resolves its own slice, nor when the
+   caller passes physical ids, `physical_indices=True`);
 2. SparseDecode: the tensor-core decode, writing the output or split-KV partials;
 3. CombineSplits (only when split): partials -> output and LSE.
 """
@@ -24,12 +25,15 @@ from .config_select import device_info, select_launch
 Scale = Union[float, torch.Tensor]
 
 
-def _check_index_values(kv_cache, block_table, seq_lens, indices) -> None:
+def _check_index_values(kv_cache, block_table, seq_lens, indices, physical: bool = False) -> None:
     """Debug-only value checks (synchronises with the device)."""
     num_blocks, block_size = kv_cache.shape[0], kv_cache.shape[1]
     ids = indices.to(torch.int64)
     if bool((ids < -1).any()):
         raise ValueError(f"indices: {int((ids < -1).sum())} entries below -1 (holes must be -1)")
+    if physical:
+        _check_physical_ids(ids, num_blocks * block_size)
+        return
     lens = seq_lens.to(torch.int64)[:, None]
     too_big = (ids >= lens) & (ids >= 0)
     if bool(too_big.any()):
@@ -42,6 +46,18 @@ def _check_index_values(kv_cache, block_table, seq_lens, indices) -> None:
     bad = (ids >= 0) & ((blocks < 0) | (blocks >= num_blocks))
     if bool(bad.any()):
         raise ValueError(f"block_table: {int(bad.sum())} selected tokens map to block ids outside [0, {num_blocks})")
+
+
+def _check_physical_ids(ids: torch.Tensor, total_rows: int) -> None:
+    """Physical ids: inside the cache, and distinct within a row (the decode does not collapse them)."""
+    if bool((ids >= total_rows).any()):
+        r = int((ids >= total_rows).any(dim=1).nonzero()[0, 0])
+        raise ValueError(f"indices[{r}]: physical ids >= num_blocks * block_size = {total_rows} (they would select nothing)")
+    srt = ids.sort(dim=1).values
+    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+    if bool(dup.any()):
+        r = int(dup.any(dim=1).nonzero()[0, 0])
+        raise ValueError(f"indices[{r}]: a physical id repeats (physical_indices=True counts each occurrence; pass distinct ids)")
 
 
 @dataclass(frozen=True)
@@ -96,9 +112,10 @@ def resolve_mode(problem, cfg: DecodeKernelConfig, seg: int, fuse_resolve) -> st
     return "slice"
 
 
-def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve=None) -> LaunchPlan:
-    """`fuse_resolve`: see `resolve_mode`."""
-    key = (problem, device.index, config, num_splits, write_lse, fuse_resolve)
+def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve=None,
+                physical: bool = False) -> LaunchPlan:
+    """`fuse_resolve`: see `resolve_mode`. `physical`: the ids are cache rows already (no resolve)."""
+    key = (problem, device.index, config, num_splits, write_lse, fuse_resolve, physical)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -113,12 +130,15 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
     seg = split_length(problem.width, splits, cfg.chunk_tokens)
     splits = -(-problem.width // seg)  # no empty trailing split
-    mode = resolve_mode(problem, cfg, seg, fuse_resolve)
+    if physical and fuse_resolve not in (None, False):
+        raise ValueError(f"fuse_resolve={fuse_resolve!r}: physical_indices=True has nothing to resolve; expected None or False")
+    mode = "physical" if physical else resolve_mode(problem, cfg, seg, fuse_resolve)
     fused = mode != "launch"
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
         flat_cache=problem.flat_cache, fused_resolve=mode == "slice", stream_resolve=mode == "stream",
+        physical_ids=physical,
     )
     plan = _plans[key] = LaunchPlan(
         splits=splits, split_len=seg, variant=variant,
@@ -152,13 +172,21 @@ def dsa_decode(
     config: Optional[DecodeKernelConfig] = None,
     num_splits: Optional[int] = None,
     fuse_resolve: Optional[bool] = None,
+    physical_indices: bool = False,
     check_indices: bool = False,
 ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Sparse MLA decode over the selected token set of each row.
 
     Returns (out [rows, heads, 512] bf16, lse [rows, heads] fp32 natural log, or None when
     return_lse is False and no `lse` buffer was given). See README.md for the semantics.
+
+    physical_indices=True takes FlashMLA's contract: `indices` are cache rows already
+    (block * block_size + slot), distinct within a row (a repeated id counts once per occurrence);
+    -1 and any id outside [0, num_blocks * block_size) select nothing. No resolve runs, and
+    block_table and seq_lens are checked but not read.
     """
+    if not isinstance(physical_indices, bool):
+        raise TypeError(f"physical_indices={physical_indices!r}: expected a bool")
     kv_cache = squeeze_kv_head(kv_cache)
     problem = check_decode_args(
         q, kv_cache, block_table, seq_lens, indices,
@@ -171,7 +199,7 @@ def dsa_decode(
             f"kv_cache.shape={tuple(kv_cache.shape)}: expected fewer than 2**31 token rows (int32 row ids)"
         )
     if check_indices:
-        _check_index_values(kv_cache, block_table, seq_lens, indices)
+        _check_index_values(kv_cache, block_table, seq_lens, indices, physical_indices)
     if config is not None and not isinstance(config, DecodeKernelConfig):
         raise TypeError(f"config={config!r}: expected a cute_dsa.DecodeKernelConfig or None")
     if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)):
@@ -179,7 +207,7 @@ def dsa_decode(
     write_lse = return_lse or lse is not None
     if fuse_resolve is not None and not isinstance(fuse_resolve, bool) and fuse_resolve not in RESOLVE_MODES:
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True, False, 'slice' or 'stream'")
-    plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve)
+    plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve, physical_indices)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
@@ -188,7 +216,8 @@ def dsa_decode(
     scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
     cache_bytes = cache_operand(kv_cache, problem)
 
-    phys = indices if plan.variant.stream_resolve else torch.empty_like(indices)  # streamed: no phys (never read)
+    # Physical ids are the decode's rows as given; streamed: no phys (never read).
+    phys = indices if plan.variant.stream_resolve or plan.variant.physical_ids else torch.empty_like(indices)
     if plan.resolve is not None:
         plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
     ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)

@@ -55,6 +55,12 @@ class Row:
     torch_us: Optional[float] = None
     ratio: Optional[float] = None  # FlashMLA µs / ours µs (eager calls: includes host-bound launch gaps at small batch)
     ratio_graph: Optional[float] = None  # the same with CUDA-graph replays: the kernel-side comparison
+    # Ours on FlashMLA's own input, the physical ids (physical_indices=True: no resolve).
+    phys_us: Optional[float] = None
+    phys_graph_us: Optional[float] = None
+    phys_err: Optional[float] = None
+    ratio_phys: Optional[float] = None
+    ratio_phys_graph: Optional[float] = None
     heuristic_us: Optional[float] = None  # ours with the analytical choice instead of the tuned one
     heuristic_graph_us: Optional[float] = None
     choice: str = ""
@@ -86,18 +92,21 @@ def check_rows(call: Callable, p: BenchProblem) -> float:
     return relative_error(out[sel].float(), ref)
 
 
-def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_splits: Optional[int] = None):
+def ours_call(p: BenchProblem, config: Optional[DecodeKernelConfig] = None, num_splits: Optional[int] = None,
+              physical: bool = False):
+    """Our call on the logical ids, or (`physical`) on the physical ids FlashMLA gets."""
     from .api import dsa_decode
 
     inp = p.inputs
+    ids = p.phys if physical else inp.indices
     rows, heads, _ = inp.q.shape
     out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=inp.q.device)
     lse = torch.empty(rows, heads, dtype=torch.float32, device=inp.q.device)
 
     def call():
         return dsa_decode(
-            *inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=SOFTMAX_SCALE,
-            out=out, lse=lse, config=config, num_splits=num_splits,
+            inp.q, inp.kv_cache, inp.block_table, inp.seq_lens, ids, k_scale=inp.k_scale, v_scale=inp.v_scale,
+            softmax_scale=SOFTMAX_SCALE, out=out, lse=lse, config=config, num_splits=num_splits, physical_indices=physical,
         )
 
     return call
@@ -130,6 +139,13 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
         tbps=latent_bytes(p) / us / 1e6, tflops=flops(p) / us / 1e6, roof_frac=roof / us,
         choice=choice.source, splits=choice.splits, config=choice.config.to_dict(),
     )
+    if args.physical:
+        ph = ours_call(p, forced, physical=True)
+        row.phys_err = check_rows(ph, p)
+        if not row.phys_err <= REL_TOL:
+            raise RuntimeError(f"B={batch} H={heads} W={width}: ours on physical ids differs from the oracle (rel err {row.phys_err:.3e})")
+        row.phys_us = time_cold(ph, flush, iters=args.iters)
+        row.phys_graph_us = time_graph(ph, flush)
     if args.heuristic:
         h = heuristic_choice(problem, sms)
         h_call = ours_call(p, h.config, h.splits)
@@ -144,6 +160,9 @@ def bench_shape(batch: int, heads: int, width: int, ceil: Ceilings, flush: L2Flu
         row.flashmla_host_us = time_host(fm)
         row.ratio = row.flashmla_us / us
         row.ratio_graph = row.flashmla_graph_us / g_us
+        if row.phys_us:
+            row.ratio_phys = row.flashmla_us / row.phys_us
+            row.ratio_phys_graph = row.flashmla_graph_us / row.phys_graph_us
     if args.torch:
         row.torch_us = time_cold(setup_torch(p, SOFTMAX_SCALE), flush, iters=max(5, args.iters // 3))
     del p
@@ -170,6 +189,7 @@ COLUMNS = [
     ("TB/s", "tbps", ".2f"), ("TFLOP/s", "tflops", ".0f"), ("roof", "roof_frac", ".0%"),
     ("FlashMLA µs", "flashmla_us", ".1f"), ("FM graph µs", "flashmla_graph_us", ".1f"), ("FM host µs", "flashmla_host_us", ".0f"),
     ("FM roof", "flashmla_roof_frac", ".0%"), ("torch µs", "torch_us", ".0f"), ("FM/ours", "ratio", ".2f"), ("FM/ours graph", "ratio_graph", ".2f"),
+    ("phys µs", "phys_us", ".1f"), ("phys graph µs", "phys_graph_us", ".1f"), ("FM/phys graph", "ratio_phys_graph", ".2f"),
     ("heur. graph µs", "heuristic_graph_us", ".1f"), ("splits", "splits", "d"), ("err", "ours_err", ".1e"),
 ]
 
@@ -220,6 +240,8 @@ def run(args) -> int:
     print(format_table(rows))
     summarize("FlashMLA/ours", [r.ratio for r in rows if r.ratio])
     summarize("FlashMLA/ours (graph replay)", [r.ratio_graph for r in rows if r.ratio_graph])
+    summarize("FlashMLA/ours on physical ids", [r.ratio_phys for r in rows if r.ratio_phys])
+    summarize("FlashMLA/ours on physical ids (graph replay)", [r.ratio_phys_graph for r in rows if r.ratio_phys_graph])
     summarize("heuristic/tuned (graph replay)", [r.heuristic_graph_us / r.ours_graph_us for r in rows if r.heuristic_graph_us])
     return 0
 
@@ -249,6 +271,8 @@ def add_parser(sub) -> None:
     b.add_argument("--no-flashmla", dest="flashmla", action="store_false")
     b.add_argument("--no-torch", dest="torch", action="store_false")
     b.add_argument("--config", help="force a kernel config, e.g. chunk_tokens=16,stages=6,overlap=false")
+    b.add_argument("--no-physical", dest="physical", action="store_false",
+                   help="skip ours on FlashMLA's physical ids (physical_indices=True)")
     b.add_argument("--heuristic", action="store_true", help="also time the analytical choice (vs the tuned one)")
     b.add_argument("--json", help="write every figure to this file")
     b.set_defaults(fn=run)

@@ -233,3 +233,8 @@ class DecodeVariant:
     # The producer resolves its ids one id window ahead of its gather (any split length; caches of at
     # most STREAM_RESOLVE_TOKENS addressable tokens; DecodeKernelConfig.can_stream_resolve()).
     stream_resolve: bool = False
+    # The ids are physical cache rows already (`dsa_decode(physical_indices=True)`, FlashMLA's
+    # contract): no resolve at all. The producer drops ids outside [0, cache rows) so a bad id never
+    # reads outside the cache, and the launch is not a programmatic dependent (no resolve kernel
+    # precedes it: Q and the ids may come from the kernel just before).
+    physical_ids: bool = False

@@ -89,6 +89,38 @@ def make_inputs(
     )
 
 
+def physical_ids(inp: DecodeInputs) -> torch.Tensor:
+    """The cache rows (block * block_size + slot) of each row's selected set, at the position of
+    each id's first occurrence, -1 elsewhere: the ids a FlashMLA-style caller passes with
+    `physical_indices=True`, selecting exactly what `inp.indices` selects."""
+    bt, lens, ids = inp.block_table.cpu().to(torch.int64), inp.seq_lens.cpu().to(torch.int64), inp.indices.cpu().to(torch.int64)
+    num_blocks, block_size = inp.kv_cache.shape[0], inp.kv_cache.shape[1]
+    page = ids.clamp(min=0) // block_size
+    block = torch.gather(bt, 1, page.clamp(max=bt.shape[1] - 1))
+    ok = (ids >= 0) & (ids < lens[:, None]) & (page < bt.shape[1]) & (block >= 0) & (block < num_blocks)
+    phys = torch.where(ok, block * block_size + ids % block_size, -1)
+    for r in range(ids.shape[0]):  # later duplicates -> -1
+        seen = set()
+        for j, v in enumerate(phys[r].tolist()):
+            if v >= 0:
+                if v in seen:
+                    phys[r, j] = -1
+                seen.add(v)
+    return phys.to(torch.int32).to(inp.indices.device)
+
+
+def as_flat_rows(inp: DecodeInputs, indices: torch.Tensor) -> DecodeInputs:
+    """`inp` with `indices` read as cache rows: one sequence covering the whole cache per row (an
+    identity block table), so the oracle's set semantics over logical ids become the physical ids'
+    (ids outside [0, num_blocks * block_size) select nothing)."""
+    num_blocks, block_size = inp.kv_cache.shape[0], inp.kv_cache.shape[1]
+    rows, dev = inp.q.shape[0], inp.q.device
+    table = torch.arange(num_blocks, dtype=torch.int32, device=dev).expand(rows, -1).contiguous()
+    lens = torch.full((rows,), num_blocks * block_size, dtype=torch.int32, device=dev)
+    return DecodeInputs(q=inp.q, kv_cache=inp.kv_cache, block_table=table, seq_lens=lens, indices=indices,
+                        k_scale=inp.k_scale, v_scale=inp.v_scale)
+
+
 def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     ref = ref.to(torch.float64)
     den = ref.norm().item()

@@ -30,7 +30,7 @@ def decode_variant_name(v: DecodeVariant) -> str:
         f"{''.join('_' + t for t in c.tags())}{'_flat' if v.flat_cache else ''}"
         f"_{'split' if v.split else 'direct'}{'_lse' if v.write_lse else ''}"
         f"{'_kdev' if v.k_scale_on_device else ''}{'_vdev' if v.v_scale_on_device else ''}"
-        f"{'_fr' if v.fused_resolve else ''}{'_sr' if v.stream_resolve else ''}{'_drop_' + v.drop if v.drop else ''}"
+        f"{'_fr' if v.fused_resolve else ''}{'_sr' if v.stream_resolve else ''}{'_phys' if v.physical_ids else ''}{'_drop_' + v.drop if v.drop else ''}"
     )
 
 
@@ -60,6 +60,16 @@ def stream_variants(configs: Iterable[DecodeKernelConfig]) -> List[DecodeVariant
                 out.append(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
                                          flat_cache=flat, stream_resolve=True))
     return out
+
+
+def physical_variants(configs: Iterable[DecodeKernelConfig]) -> List[DecodeVariant]:
+    """The decode on the caller's physical ids (`physical_indices=True`): direct and split, with
+    LSE, flat and blocked cache."""
+    return [
+        DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                      flat_cache=flat, physical_ids=True)
+        for cfg in dict.fromkeys(configs) for split, flat in itertools.product([False, True], repeat=2)
+    ]
 
 
 def tuned_configs() -> List[DecodeKernelConfig]:
@@ -100,6 +110,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
         decodes += stream_variants(defaults + tuned_configs())
+        decodes += physical_variants(defaults + tuned_configs())
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:

@@ -232,6 +232,62 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     assert cache_operand(padded, blocked) is padded
 
 
+def test_physical_indices_plan_has_no_resolve():
+    from cute_dsa.api import launch_plan
+    from cute_dsa.checks import DecodeProblem
+    from cute_dsa.compile import ensure_arch_for_cpu_compile
+    from cute_dsa.kernel_config import DecodeKernelConfig
+
+    ensure_arch_for_cpu_compile()
+    problem = DecodeProblem(2, 64, 2176, num_blocks=10, block_size=64, token_bytes=528, k_scale_on_device=False,
+                            v_scale_on_device=False, flat_cache=True, max_blocks=1024)
+    cfg = DecodeKernelConfig()
+    for splits in (1, 4, 17):  # long splits (a launch otherwise), short ones (resolved in the decode otherwise)
+        plan = launch_plan(problem, torch.device("cpu"), cfg, splits, True, physical=True)
+        v = plan.variant
+        assert plan.resolve is None and v.physical_ids and not v.fused_resolve and not v.stream_resolve
+        assert launch_plan(problem, torch.device("cpu"), cfg, splits, True) is not plan  # keyed apart
+    assert launch_plan(problem, torch.device("cpu"), cfg, 4, True, fuse_resolve=False, physical=True).variant.physical_ids
+    for mode in (True, "slice", "stream"):
+        with pytest.raises(ValueError, match=rf"fuse_resolve={mode!r}: physical_indices=True has nothing to resolve"):
+            launch_plan(problem, torch.device("cpu"), cfg, 4, True, fuse_resolve=mode, physical=True)
+
+
+def test_physical_indices_must_be_a_bool():
+    _expect(TypeError, r"physical_indices=1: expected a bool", physical_indices=1)
+
+
+def test_check_indices_values():
+    from cute_dsa.api import _check_index_values
+
+    inp = make_inputs(2, 8, 40, block_size=16, context=64, dup_frac=0.0, oob_frac=0.0, seed=3)
+    cache, table, lens = inp.kv_cache, inp.block_table, inp.seq_lens
+    ids = inp.indices.clone()
+    ids[ids >= 0] = ids[ids >= 0] % 8  # inside every sequence (at least 32 tokens), duplicates allowed
+    _check_index_values(cache, table, lens, ids)
+    bad = ids.clone()
+    bad[1, 3] = -2
+    with pytest.raises(ValueError, match=r"indices: 1 entries below -1"):
+        _check_index_values(cache, table, lens, bad)
+    bad = ids.clone()
+    bad[1, 3] = int(lens[1])
+    with pytest.raises(ValueError, match=rf"indices\[1\]: ids >= seq_lens\[1\]={int(lens[1])}"):
+        _check_index_values(cache, table, lens, bad)
+    # Physical ids: inside the cache and distinct per row.
+    total = cache.shape[0] * cache.shape[1]
+    phys = torch.stack([torch.randperm(total)[:40] for _ in range(2)]).to(torch.int32)
+    phys[0, :5] = -1  # holes may repeat
+    _check_index_values(cache, table, lens, phys, physical=True)
+    bad = phys.clone()
+    bad[1, 7] = total
+    with pytest.raises(ValueError, match=rf"indices\[1\]: physical ids >= num_blocks \* block_size = {total}"):
+        _check_index_values(cache, table, lens, bad, physical=True)
+    bad = phys.clone()
+    bad[1, 9] = bad[1, 2]
+    with pytest.raises(ValueError, match=r"indices\[1\]: a physical id repeats"):
+        _check_index_values(cache, table, lens, bad, physical=True)
+
+
 def test_combine_prefetch_depth_covers_the_splits():
     from cute_dsa.kernels.combine_splits import prefetch_depth
 

@@ -61,7 +61,7 @@ def test_every_config_has_a_fused_resolve_variant():
     assert fused and all(v.kind.endswith("+resolve") for v in fused)
     for v in VARIANTS:
         if v.kind.startswith("decode") and ("_split_lse" in v.name or "_direct_lse" in v.name) and "dev" not in v.name \
-                and not v.name.endswith(("_fr", "_sr")):
+                and not v.name.endswith(("_fr", "_sr", "_phys")):
             assert v.name + "_fr" in names, v.name
 
 
@@ -79,3 +79,22 @@ def test_every_tuned_config_that_can_stream_has_streamed_resolve_variants():
                 dv = DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
                                    flat_cache=flat, stream_resolve=True)
                 assert decode_variant_name(dv) in streamed, decode_variant_name(dv)
+
+
+def test_every_tuned_and_default_config_has_physical_id_variants():
+    from types import SimpleNamespace
+
+    from cute_dsa.heuristics import default_config
+    from cute_dsa.kernel_config import DecodeVariant
+    from cute_dsa.variants import decode_variant_name, tuned_configs
+
+    physical = {v.name: v for v in VARIANTS if v.name.endswith("_phys")}
+    # Physical ids need no resolve: a plain decode kind, without the resolve's atomics promised.
+    assert physical and all(v.kind in ("decode", "decode_lg") for v in physical.values())
+    defaults = [default_config(SimpleNamespace(num_heads=h, num_rows=r)) for h in (8, 16, 32, 64) for r in (8, 256)]
+    for cfg in tuned_configs() + defaults:
+        for split in (False, True):
+            for flat in (False, True):
+                dv = DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
+                                   flat_cache=flat, physical_ids=True)
+                assert decode_variant_name(dv) in physical, decode_variant_name(dv)

@@ -8,7 +8,7 @@ import torch
 
 import cute_dsa
 from cute_dsa.reference import masked_attention
-from cute_dsa.testing import make_inputs, relative_error
+from cute_dsa.testing import as_flat_rows, make_inputs, physical_ids, relative_error
 from cute_dsa.tune import config_space
 
 pytestmark = pytest.mark.gpu
@@ -18,7 +18,8 @@ LSE_TOL = 1e-3
 
 
 def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device=False, kv4d=False, twice=True, config=None,
-                   fuse_resolve=None):
+                   fuse_resolve=None, physical=False):
+    """`physical`: inp.indices are cache rows (physical_indices=True); the oracle reads them as flat rows."""
     dev = inp.q.device
     rows, heads = inp.q.shape[:2]
     ks, vs = inp.k_scale, inp.v_scale
@@ -33,13 +34,14 @@ def _run_and_check(inp, *, softmax_scale=None, num_splits=None, scales_on_device
         o, l = cute_dsa.dsa_decode(
             inp.q, cache, inp.block_table, inp.seq_lens, inp.indices,
             k_scale=ks, v_scale=vs, softmax_scale=softmax_scale, out=out, lse=lse,
-            num_splits=num_splits, config=config, fuse_resolve=fuse_resolve,
+            num_splits=num_splits, config=config, fuse_resolve=fuse_resolve, physical_indices=physical,
         )
         assert o.data_ptr() == out.data_ptr() and l.data_ptr() == lse.data_ptr()
         results.append((out.clone(), lse.clone()))
     torch.cuda.synchronize()
+    ref_in = as_flat_rows(inp, inp.indices) if physical else inp
     ref_o, ref_l = masked_attention(
-        inp.q, inp.kv_cache, inp.block_table, inp.seq_lens, inp.indices,
+        *ref_in.args(),
         k_scale=inp.k_scale, v_scale=inp.v_scale, softmax_scale=softmax_scale,
     )
     out, lse = results[0]
@@ -180,6 +182,58 @@ def test_decode_streaming_its_own_ids(cfg, splits):
     streamed = _run_and_check(inp, num_splits=splits, config=cfg, fuse_resolve="stream")
     separate = _run_and_check(inp, num_splits=splits, config=cfg, fuse_resolve=False, twice=False)
     assert torch.equal(streamed[0], separate[0]) and torch.equal(streamed[1], separate[1]), "streamed resolve differs from the resolve kernel"
+
+
+@pytest.mark.parametrize("heads", [8, 16, 32, 64, 128])
+@pytest.mark.parametrize("splits", [1, 3, 17])
+def test_physical_indices_give_the_logical_bits(heads, splits):
+    """physical_indices=True on the rows the resolve would produce (each id's first position,
+    holes elsewhere): the very same bits as the logical ids, with no resolve at all, long splits
+    and short ones (which resolve in the decode on the logical path)."""
+    inp = make_inputs(3, heads, 2176, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05, empty_rows=1,
+                      seed=40 + heads + splits, device="cuda", k_scale=0.9, v_scale=1.1)
+    logical = _run_and_check(inp, num_splits=splits, twice=False)
+    physical = _run_and_check(dataclasses.replace(inp, indices=physical_ids(inp)), num_splits=splits, physical=True)
+    assert torch.equal(logical[0], physical[0]) and torch.equal(logical[1], physical[1]), "physical ids differ from the logical path"
+
+
+@pytest.mark.parametrize("heads", [16, 64])
+@pytest.mark.parametrize("flat", [True, False])
+def test_physical_indices_outside_the_cache_select_nothing(heads, flat):
+    """Ids past the last cache row or below -1 select nothing (never read), ids of other
+    sequences' pages are read as given (the block table is not consulted), on a flat cache and on
+    one with a gap after every block (0x7F: NaN bytes that must not be read)."""
+    inp = make_inputs(4, heads, 2048, seed=heads + flat, device="cuda", k_scale=1.3)
+    blocks, bs, tb = inp.kv_cache.shape
+    total = blocks * bs
+    g = torch.Generator(device="cuda").manual_seed(heads)
+    ids = torch.stack([torch.randperm(total, generator=g, device="cuda")[:2048] for _ in range(4)]).to(torch.int32)
+    u = torch.rand(ids.shape, generator=g, device="cuda")
+    ids[u < 0.05] = total + (ids[u < 0.05] % 977)
+    ids[(u >= 0.05) & (u < 0.08)] = -3
+    ids[(u >= 0.08) & (u < 0.12)] = -1
+    ids[3] = torch.where(ids[3] >= 0, total + ids[3], ids[3])  # a row with nothing inside the cache
+    ids[2, 0] = 2**31 - 1
+    cache = inp.kv_cache
+    if not flat:
+        padded = torch.full((blocks, bs + 3, tb), 0x7F, dtype=torch.uint8, device="cuda")
+        padded[:, :bs] = cache.view(torch.uint8)
+        cache = padded[:, :bs].view(cache.dtype)
+    _run_and_check(dataclasses.replace(inp, kv_cache=cache, indices=ids), physical=True)
+    _run_and_check(dataclasses.replace(inp, kv_cache=cache, indices=ids), physical=True, num_splits=5)
+
+
+def _tuned_configs():
+    from cute_dsa.variants import tuned_configs
+
+    return list(dict.fromkeys(tuned_configs()))
+
+
+@pytest.mark.parametrize("cfg", _tuned_configs(), ids=lambda c: c.label().replace(" ", "-"))
+def test_physical_indices_every_tuned_config(cfg):
+    heads = cfg.head_tile if cfg.tiling == "tokens_m" else 100
+    inp = make_inputs(5, heads, 2176, hole_frac=0.1, dup_frac=0.1, seed=cfg.stages + heads, device="cuda")
+    _run_and_check(dataclasses.replace(inp, indices=physical_ids(inp)), config=cfg, physical=True)
 
 
 @pytest.mark.parametrize("splits", [1, 2, 5, 17])

@@ -83,3 +83,18 @@ def test_float32_dtype():
     inp = make_inputs(2, 4, 32, block_size=16, context=64, seed=5)
     o, l = masked_attention(*inp.args(), dtype=torch.float32)
     assert o.dtype == torch.float32 and l.dtype == torch.float32
+
+
+def test_physical_ids_select_what_the_logical_ids_select():
+    """testing.physical_ids + as_flat_rows (the GPU tests' oracle for physical_indices=True) give
+    the same function as the logical ids: duplicates, holes, out-of-range ids and bad blocks."""
+    from cute_dsa.testing import as_flat_rows, physical_ids
+
+    inp = make_inputs(4, 8, 300, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.1, empty_rows=1, seed=5)
+    phys = physical_ids(inp)
+    assert all(len(set(r[r >= 0].tolist())) == int((r >= 0).sum()) for r in phys), "distinct per row"
+    ref_o, ref_l = masked_attention(*inp.args())
+    o, l = masked_attention(*as_flat_rows(inp, phys).args())
+    assert (o - ref_o).abs().max().item() < 1e-12
+    assert torch.equal(torch.isinf(l), torch.isinf(ref_l))
+    assert (l - ref_l)[~torch.isinf(ref_l)].abs().max().item() < 1e-12

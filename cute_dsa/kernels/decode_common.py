@@ -61,9 +61,9 @@ class DecodeKernelBase:
             min_blocks_per_mp=1,
             # Programmatic dependent launch: the CTAs start (and stage Q) while the resolve kernel
             # drains; the producer waits for it (griddepcontrol.wait) before its first row id.
-            # A decode that resolves its own ids is the first launch: it waits for the previous
-            # kernel (which may have written q and the ids) like any launch.
-            use_pdl=not (self.variant.fused_resolve or self.variant.stream_resolve),
+            # A decode that resolves its own ids, or takes physical ids, is the first launch: it
+            # waits for the previous kernel (which may have written q and the ids) like any launch.
+            use_pdl=not (self.variant.fused_resolve or self.variant.stream_resolve or self.variant.physical_ids),
         )
 
     @cute.jit

@@ -57,7 +57,7 @@ def tokens_m_barriers(raw_slots: int):
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
                  q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=0,
-                 stages_q=True, stream_resolve=False):
+                 stages_q=True, stream_resolve=False, physical_ids=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -104,6 +104,9 @@ class LatentGather:
         # (`res` then ends with the step's shared memory, and takes the place of `phys`).
         self.streamer = StreamResolve(WG, id_window, BAR_IDS, max(2, min(8, (regs - 40) // 4))) if stream_resolve else None
         assert not (stream_resolve and (fused_resolve or id_window == 0))
+        # physical_ids: the ids come from the caller, not from a resolve: out-of-cache ids are dropped.
+        self.physical_ids = physical_ids
+        assert not (physical_ids and (fused_resolve or stream_resolve))
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""
@@ -120,6 +123,9 @@ class LatentGather:
             v = Int32((Uint32(pos + row * 7919) * Uint32(0x9E3779B1)) % Uint32(total_rows))
         else:
             v = phys[row, cutlass.min(pos, phys.shape[1] - 1)]
+            if cutlass.const_expr(self.physical_ids):
+                # A caller's id past the cache selects nothing (negatives already do): never read outside it.
+                v = v if v < total_rows else Int32(-1)
         return v
 
     @cute.jit

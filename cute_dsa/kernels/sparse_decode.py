@@ -65,7 +65,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
             fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
-            stream_resolve=variant.stream_resolve,
+            stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids,
         )
 
     def _register_plan(self):
