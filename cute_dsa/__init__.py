@@ -1,6 +1,6 @@
 """cute_dsa: DSA selected-index NoPE MLA paged FP8 decode for Hopper, in the CuTe DSL."""
 
-from . import reference
+from . import reference, torch_ops  # torch_ops: registers torch.ops.cute_dsa.*
 from .api import dsa_decode
 from .kernel_config import DecodeKernelConfig
 from .model_config import GLM_5_3, SparseMLAConfig
