@@ -4,6 +4,7 @@ from . import reference, torch_ops  # torch_ops: registers torch.ops.cute_dsa.*
 from .api import dsa_decode
 from .kernel_config import DecodeKernelConfig
 from .model_config import GLM_5_3, SparseMLAConfig
+from .resolve import resolve_indices
 
 __version__ = "0.1.0"
-__all__ = ["dsa_decode", "reference", "SparseMLAConfig", "GLM_5_3", "DecodeKernelConfig", "__version__"]
+__all__ = ["dsa_decode", "resolve_indices", "reference", "SparseMLAConfig", "GLM_5_3", "DecodeKernelConfig", "__version__"]

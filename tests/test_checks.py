@@ -292,3 +292,26 @@ def test_combine_prefetch_depth_covers_the_splits():
     from cute_dsa.kernels.combine_splits import prefetch_depth
 
     assert [prefetch_depth(s) for s in (2, 3, 4, 5, 16, 17, 32, 33, 64)] == [2, 4, 4, 8, 16, 32, 32, 32, 32]
+
+
+def test_resolve_indices_checks():
+    from cute_dsa import resolve_indices
+
+    inp = make_inputs(2, 8, 16, block_size=16, context=64, seed=0)
+    args = (inp.kv_cache, inp.block_table, inp.seq_lens, inp.indices)
+    with pytest.raises(ValueError, match=r"indices\.device=cpu: expected a CUDA tensor"):
+        resolve_indices(*args)
+    with pytest.raises(TypeError, match=r"indices\.dtype=torch\.int64: expected torch\.int32"):
+        resolve_indices(*args[:3], inp.indices.long())
+    with pytest.raises(ValueError, match=r"seq_lens\.shape\[0\]=1: expected indices\.shape\[0\]=2"):
+        resolve_indices(args[0], args[1], inp.seq_lens[:1], args[3])
+    with pytest.raises(ValueError, match=r"block_table\.shape\[0\]=1: expected indices\.shape\[0\]=2"):
+        resolve_indices(args[0], inp.block_table[:1], *args[2:])
+    with pytest.raises(ValueError, match=r"out\.shape=\(2, 15\): expected \(2, 16\)"):
+        resolve_indices(*args, out=torch.empty(2, 15, dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"out: expected a tensor other than indices"):
+        resolve_indices(*args, out=inp.indices)
+    with pytest.raises(ValueError, match=r"indices\.shape\[1\] \(width\)=32769: expected <= 32768"):
+        resolve_indices(*args[:3], torch.zeros(2, 32769, dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"indices.shape=\(2, 0\): expected >= 1 row and >= 1 id per row"):
+        resolve_indices(*args[:3], torch.zeros(2, 0, dtype=torch.int32))

@@ -197,6 +197,23 @@ def test_physical_indices_give_the_logical_bits(heads, splits):
     assert torch.equal(logical[0], physical[0]) and torch.equal(logical[1], physical[1]), "physical ids differ from the logical path"
 
 
+@pytest.mark.parametrize("width", [2176, 9000])
+def test_resolve_indices_then_physical_decode(width):
+    """cute_dsa.resolve_indices gives exactly each id's first position's cache row (-1 elsewhere),
+    and decoding those physical ids (twice, as layers sharing a selection would) the logical bits;
+    9000 ids take the resolve's global-memory duplicate search."""
+    inp = make_inputs(3, 64, width, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05, empty_rows=1,
+                      context=16384, seed=width, device="cuda")
+    resolved = cute_dsa.resolve_indices(inp.kv_cache, inp.block_table, inp.seq_lens, inp.indices)
+    assert torch.equal(resolved, physical_ids(inp))
+    into = torch.full_like(inp.indices, 7)
+    assert cute_dsa.resolve_indices(inp.kv_cache, inp.block_table, inp.seq_lens, inp.indices, out=into) is into
+    assert torch.equal(into, resolved)
+    logical = _run_and_check(inp, twice=False)
+    physical = _run_and_check(dataclasses.replace(inp, indices=resolved), physical=True)
+    assert torch.equal(logical[0], physical[0]) and torch.equal(logical[1], physical[1])
+
+
 @pytest.mark.parametrize("heads", [16, 64])
 @pytest.mark.parametrize("flat", [True, False])
 def test_physical_indices_outside_the_cache_select_nothing(heads, flat):
