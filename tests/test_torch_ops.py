@@ -29,8 +29,14 @@ def _fake_args(rows=3, heads=16, width=100):
 
 def test_export_traces_the_op_without_a_graph_break():
     inp = make_inputs(3, 16, 100, seed=0)
-    graph = str(torch.export.export(_Model(), inp.args()).graph)
-    assert "torch.ops.cute_dsa.dsa_decode.default" in graph
+    rows = torch.export.Dim("rows", min=2, max=1024)
+    ep = torch.export.export(_Model(), inp.args(), dynamic_shapes=({0: rows}, None, {0: rows}, {0: rows}, {0: rows}))
+    calls = [n for n in ep.graph.nodes if n.op == "call_function" and "cute_dsa" in str(n.target)]
+    assert [str(n.target) for n in calls] == ["cute_dsa.dsa_decode.default"]
+    out, lse = calls[0].meta["val"]  # the fake implementation's shapes, with the row count symbolic
+    assert isinstance(out.shape[0], torch.SymInt) and tuple(out.shape[1:]) == (16, 512) and out.dtype == torch.bfloat16
+    assert lse.shape[0] is out.shape[0] or str(lse.shape[0]) == str(out.shape[0])
+    assert lse.shape[1] == 16 and lse.dtype == torch.float32
 
 
 def test_fake_shapes_on_cuda_without_a_gpu():
