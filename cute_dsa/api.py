@@ -20,6 +20,7 @@ from .checks import check_decode_args, squeeze_kv_head
 from .heuristics import FUSED_RESOLVE_MAX_SPLIT, STREAM_RESOLVE_AUTO, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
 from .kernel_config import STREAM_RESOLVE_TOKENS, DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
+from .workspace import scratch, scratch_parts, workspace_bytes
 from .config_select import device_info, select_launch
 
 Scale = Union[float, torch.Tensor]
@@ -155,36 +156,9 @@ def cache_operand(kv_cache: torch.Tensor, problem) -> torch.Tensor:
     return cache.flatten(0, 1) if problem.flat_cache else cache  # a view: the blocks are back to back
 
 
-def dsa_decode(
-    q: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_table: torch.Tensor,
-    seq_lens: torch.Tensor,
-    indices: torch.Tensor,
-    *,
-    k_scale: Scale = 1.0,
-    v_scale: Scale = 1.0,
-    softmax_scale: Optional[float] = None,
-    index_kpool: int = 1,
-    out: Optional[torch.Tensor] = None,
-    lse: Optional[torch.Tensor] = None,
-    return_lse: bool = True,
-    config: Optional[DecodeKernelConfig] = None,
-    num_splits: Optional[int] = None,
-    fuse_resolve: Optional[bool] = None,
-    physical_indices: bool = False,
-    check_indices: bool = False,
-) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """Sparse MLA decode over the selected token set of each row.
-
-    Returns (out [rows, heads, 512] bf16, lse [rows, heads] fp32 natural log, or None when
-    return_lse is False and no `lse` buffer was given). See README.md for the semantics.
-
-    physical_indices=True takes FlashMLA's contract: `indices` are cache rows already
-    (block * block_size + slot), distinct within a row (a repeated id counts once per occurrence);
-    -1 and any id outside [0, num_blocks * block_size) select nothing. No resolve runs, and
-    block_table and seq_lens are checked but not read.
-    """
+def _prepare(q, kv_cache, block_table, seq_lens, indices, *, k_scale, v_scale, softmax_scale, index_kpool, out, lse,
+             return_lse, config, num_splits, fuse_resolve, physical_indices, check_indices):
+    """The argument checks and the launch decision shared by `dsa_decode` and `decode_workspace_bytes`."""
     if not isinstance(physical_indices, bool):
         raise TypeError(f"physical_indices={physical_indices!r}: expected a bool")
     kv_cache = squeeze_kv_head(kv_cache)
@@ -208,16 +182,91 @@ def dsa_decode(
     if fuse_resolve is not None and not isinstance(fuse_resolve, bool) and fuse_resolve not in RESOLVE_MODES:
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True, False, 'slice' or 'stream'")
     plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve, physical_indices)
+    parts = scratch_parts(plan, problem.num_rows, problem.num_heads, problem.width, write_lse)
+    return kv_cache, problem, plan, write_lse, parts
+
+
+def decode_workspace_bytes(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    k_scale: Scale = 1.0,
+    v_scale: Scale = 1.0,
+    softmax_scale: Optional[float] = None,
+    index_kpool: int = 1,
+    lse: Optional[torch.Tensor] = None,
+    return_lse: bool = True,
+    config: Optional[DecodeKernelConfig] = None,
+    num_splits: Optional[int] = None,
+    fuse_resolve: Optional[bool] = None,
+    physical_indices: bool = False,
+) -> int:
+    """Bytes of the uint8 `workspace` that `dsa_decode` with these arguments needs to allocate
+    nothing (0 when it needs no scratch). Metadata only: no launch, no synchronisation. The
+    launch decision depends on the GPU and the shape, so size a workspace on the device, for the
+    largest shape it will serve (the maximum over the batch sizes of a CUDA-graph set)."""
+    *_, parts = _prepare(
+        q, kv_cache, block_table, seq_lens, indices, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale,
+        index_kpool=index_kpool, out=None, lse=lse, return_lse=return_lse, config=config, num_splits=num_splits,
+        fuse_resolve=fuse_resolve, physical_indices=physical_indices, check_indices=False,
+    )
+    return workspace_bytes(parts)
+
+
+def dsa_decode(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    k_scale: Scale = 1.0,
+    v_scale: Scale = 1.0,
+    softmax_scale: Optional[float] = None,
+    index_kpool: int = 1,
+    out: Optional[torch.Tensor] = None,
+    lse: Optional[torch.Tensor] = None,
+    return_lse: bool = True,
+    config: Optional[DecodeKernelConfig] = None,
+    num_splits: Optional[int] = None,
+    fuse_resolve: Optional[bool] = None,
+    physical_indices: bool = False,
+    check_indices: bool = False,
+    workspace: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Sparse MLA decode over the selected token set of each row.
+
+    Returns (out [rows, heads, 512] bf16, lse [rows, heads] fp32 natural log, or None when
+    return_lse is False and no `lse` buffer was given). See README.md for the semantics.
+
+    physical_indices=True takes FlashMLA's contract: `indices` are cache rows already
+    (block * block_size + slot), distinct within a row (a repeated id counts once per occurrence);
+    -1 and any id outside [0, num_blocks * block_size) select nothing. No resolve runs, and
+    block_table and seq_lens are checked but not read.
+
+    workspace: a contiguous uint8 tensor on q's device holding the call's scratch (resolved ids,
+    split-KV partials) instead of fresh allocations; `decode_workspace_bytes` gives its size.
+    With `out` (and `lse`, or return_lse=False) too, the call allocates nothing.
+    """
+    kv_cache, problem, plan, write_lse, parts = _prepare(
+        q, kv_cache, block_table, seq_lens, indices, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale,
+        index_kpool=index_kpool, out=out, lse=lse, return_lse=return_lse, config=config, num_splits=num_splits,
+        fuse_resolve=fuse_resolve, physical_indices=physical_indices, check_indices=check_indices,
+    )
+    tmp = scratch(parts, workspace, q.device)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)
-    if lse is None:
-        lse = torch.empty(rows, heads, dtype=torch.float32, device=q.device) if write_lse else None
+    if lse is None and write_lse:
+        lse = torch.empty(rows, heads, dtype=torch.float32, device=q.device)
     scale = float(softmax_scale) if softmax_scale is not None else KV_LORA_RANK ** -0.5
     cache_bytes = cache_operand(kv_cache, problem)
 
-    # Physical ids are the decode's rows as given; streamed: no phys (never read).
-    phys = indices if plan.variant.stream_resolve or plan.variant.physical_ids else torch.empty_like(indices)
+    # No "phys" part: the ids are the decode's rows as given, or streamed (phys never read).
+    phys = tmp.get("phys", indices)
     if plan.resolve is not None:
         plan.resolve(indices, seq_lens, block_table, phys, problem.block_size, problem.num_blocks)
     ks = k_scale.reshape(1) if problem.k_scale_on_device else float(k_scale)
@@ -225,11 +274,10 @@ def dsa_decode(
     splits, seg = plan.splits, plan.split_len
     ids = (indices, seq_lens, block_table)
     if splits == 1:
-        lse_arg = lse if lse is not None else torch.empty(rows, heads, dtype=torch.float32, device=q.device)
+        lse_arg = lse if lse is not None else tmp["lse"]
         plan.decode(q, cache_bytes, phys, *ids, ks, vs, scale, out, lse_arg, seg, 1, problem.block_size, problem.num_blocks)
     else:
-        o_part = torch.empty(rows, splits, heads, KV_LORA_RANK, dtype=torch.float32, device=q.device)
-        lse_part = torch.empty(rows, splits, heads, dtype=torch.float32, device=q.device)
+        o_part, lse_part = tmp["o_part"], tmp["lse_part"]
         plan.decode(q, cache_bytes, phys, *ids, ks, vs, scale, o_part, lse_part, seg, splits, problem.block_size, problem.num_blocks)
         lse_arg = lse if lse is not None else lse_part[:, 0]  # unused when write_lse is False
         plan.combine(o_part, lse_part, out, lse_arg)

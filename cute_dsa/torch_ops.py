@@ -4,7 +4,9 @@ the output shapes.
 
     torch.ops.cute_dsa.dsa_decode(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale,
                                   softmax_scale, index_kpool, physical_indices) -> (out, lse)
-    torch.ops.cute_dsa.dsa_decode_out(..., out, lse) -> ()   # writes preallocated out / lse
+    torch.ops.cute_dsa.dsa_decode_out(..., out, lse, workspace=None) -> ()
+        # writes preallocated out / lse; with a uint8 workspace (cute_dsa.decode_workspace_bytes)
+        # the call allocates nothing
 
 `k_scale` / `v_scale` are python floats or 1-element fp32 CUDA tensors (read on the device), as
 in `dsa_decode`; `softmax_scale` < 0 means the default (512 ** -0.5). The launch is chosen
@@ -30,11 +32,11 @@ def _scale(value: float, tensor: Optional[torch.Tensor]):
 
 
 def _decode(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-            index_kpool, physical_indices, out=None, lse=None):
+            index_kpool, physical_indices, out=None, lse=None, workspace=None):
     return dsa_decode(
         q, kv_cache, block_table, seq_lens, indices, k_scale=_scale(k_scale, k_scale_t), v_scale=_scale(v_scale, v_scale_t),
         softmax_scale=None if softmax_scale < 0 else softmax_scale, index_kpool=index_kpool, out=out, lse=lse,
-        physical_indices=physical_indices,
+        physical_indices=physical_indices, workspace=workspace,
     )
 
 
@@ -52,15 +54,15 @@ def _(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, 
     return q.new_empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16), q.new_empty(rows, heads, dtype=torch.float32)
 
 
-@torch.library.custom_op("cute_dsa::dsa_decode_out", mutates_args=("out", "lse"),
-                         schema=_SCALE + ", Tensor(a!) out, Tensor(b!) lse) -> ()")
+@torch.library.custom_op("cute_dsa::dsa_decode_out", mutates_args=("out", "lse", "workspace"),
+                         schema=_SCALE + ", Tensor(a!) out, Tensor(b!) lse, Tensor(c!)? workspace=None) -> ()")
 def dsa_decode_out_op(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-                      index_kpool, physical_indices, out, lse) -> None:
+                      index_kpool, physical_indices, out, lse, workspace=None) -> None:
     _decode(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-            index_kpool, physical_indices, out=out, lse=lse)
+            index_kpool, physical_indices, out=out, lse=lse, workspace=workspace)
 
 
 @dsa_decode_out_op.register_fake
 def _(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-      index_kpool, physical_indices, out, lse) -> None:
+      index_kpool, physical_indices, out, lse, workspace=None) -> None:
     return None

@@ -316,6 +316,70 @@ def test_cuda_graph_capture():
     assert relative_error(out, ref) <= REL_TOL
 
 
+WORKSPACE_CASES = [  # (splits, fuse_resolve, physical, return_lse): every set of scratch parts
+    (4, False, False, True),   # resolve launch + split partials
+    (17, None, False, True),   # the decode resolves its slices: phys written by the decode
+    (3, "stream", False, True),  # streamed: no phys
+    (3, None, True, True),     # physical ids: partials only
+    (1, False, False, False),  # one split, no lse wanted: phys + the throw-away lse
+    (1, None, True, True),     # physical, one split: nothing at all
+]
+
+
+@pytest.mark.parametrize("splits,fuse,physical,want_lse", WORKSPACE_CASES)
+def test_workspace_gives_the_same_bits_and_allocates_nothing(splits, fuse, physical, want_lse):
+    """A caller's workspace (sized by decode_workspace_bytes, at an offset inside a larger buffer)
+    holds every scratch tensor: the bits of the allocating call, and with out/lse given the call
+    makes no CUDA allocation. A workspace one byte short is refused before any launch."""
+    inp = make_inputs(3, 64, 2176, hole_frac=0.1, dup_frac=0.1, empty_rows=1, context=8192, seed=70 + splits,
+                      device="cuda")
+    if physical:
+        inp = dataclasses.replace(inp, indices=physical_ids(inp))
+    cfg = cute_dsa.DecodeKernelConfig() if fuse == "stream" else None  # has id windows: can stream
+    kw = dict(k_scale=inp.k_scale, v_scale=inp.v_scale, num_splits=splits, fuse_resolve=fuse, physical_indices=physical,
+              return_lse=want_lse, config=cfg)
+    ref_o, ref_l = cute_dsa.dsa_decode(*inp.args(), **kw)
+    need = cute_dsa.decode_workspace_bytes(*inp.args(), **kw)
+    assert (need == 0) == (physical and splits == 1)
+    big = torch.full((need + 4096,), 0xFF, dtype=torch.uint8, device="cuda")  # stale bytes must not matter
+    ws = big[256: 256 + need]
+    out = torch.empty(3, 64, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(3, 64, dtype=torch.float32, device="cuda") if want_lse else None
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    o, l = cute_dsa.dsa_decode(*inp.args(), out=out, lse=lse, workspace=ws, **kw)
+    assert torch.cuda.memory_stats()["allocation.all.allocated"] == before, "the call allocated"
+    torch.cuda.synchronize()
+    assert o.data_ptr() == out.data_ptr() and torch.equal(o, ref_o)
+    if want_lse:
+        assert torch.equal(l, ref_l)
+    else:
+        assert l is None and ref_l is None
+    if need:
+        with pytest.raises(ValueError, match=rf"workspace.numel\(\)={need - 1}: expected >= {need} bytes"):
+            cute_dsa.dsa_decode(*inp.args(), workspace=ws[: need - 1], **kw)
+
+
+def test_workspace_under_cuda_graph_capture():
+    inp = make_inputs(4, 16, 2048, seed=12, device="cuda")
+    kw = dict(k_scale=inp.k_scale, v_scale=inp.v_scale, num_splits=5, fuse_resolve=False)
+    ws = torch.empty(cute_dsa.decode_workspace_bytes(*inp.args(), **kw), dtype=torch.uint8, device="cuda")
+    out = torch.empty(4, 16, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(4, 16, dtype=torch.float32, device="cuda")
+    cute_dsa.dsa_decode(*inp.args(), out=out, lse=lse, workspace=ws, **kw)  # compile + warm up outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        cute_dsa.dsa_decode(*inp.args(), out=out, lse=lse, workspace=ws, **kw)
+    out.fill_(float("nan"))
+    ws.fill_(0xFF)
+    g.replay()
+    torch.cuda.synchronize()
+    ref, ref_lse = masked_attention(*inp.args(), k_scale=inp.k_scale, v_scale=inp.v_scale)
+    assert relative_error(out, ref) <= REL_TOL
+    live = torch.isfinite(ref_lse)
+    assert (lse.double() - ref_lse)[live].abs().max().item() <= LSE_TOL
+
+
 def _config_id(cfg):
     return cfg.label().replace(" ", "-")
 

@@ -48,6 +48,8 @@ def test_fake_shapes_on_cuda_without_a_gpu():
         o = torch.empty(5, 24, 512, dtype=torch.bfloat16, device="cuda")
         l = torch.empty(5, 24, dtype=torch.float32, device="cuda")
         assert torch.ops.cute_dsa.dsa_decode_out(*args, *ARGS, o, l) is None
+        ws = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+        assert torch.ops.cute_dsa.dsa_decode_out(*args, *ARGS, o, l, workspace=ws) is None
 
 
 def test_cpu_call_reaches_the_adapter_checks():
@@ -73,4 +75,8 @@ def test_compiled_model_matches_the_plain_call():
     out = torch.full_like(ref_o, float("nan"))
     lse = torch.full_like(ref_l, float("nan"))
     torch.ops.cute_dsa.dsa_decode_out(*inp.args(), 1.0, 1.0, ks, None, -1.0, 1, False, out, lse)
+    assert torch.equal(out, ref_o) and torch.equal(lse, ref_l)
+    ws = torch.empty(cute_dsa.decode_workspace_bytes(*inp.args(), k_scale=ks), dtype=torch.uint8, device="cuda")
+    out.fill_(float("nan"))
+    torch.ops.cute_dsa.dsa_decode_out(*inp.args(), 1.0, 1.0, ks, None, -1.0, 1, False, out, lse, ws)
     assert torch.equal(out, ref_o) and torch.equal(lse, ref_l)
