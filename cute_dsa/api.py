@@ -20,7 +20,7 @@ from .checks import check_decode_args, squeeze_kv_head
 from .heuristics import FUSED_RESOLVE_MAX_SPLIT, STREAM_RESOLVE_AUTO, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
 from .kernel_config import STREAM_RESOLVE_TOKENS, DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
-from .workspace import scratch, scratch_parts, workspace_bytes
+from .workspace import Part, scratch, scratch_parts, workspace_bytes
 from .config_select import device_info, select_launch
 
 Scale = Union[float, torch.Tensor]
@@ -71,6 +71,7 @@ class LaunchPlan:
     resolve: Optional[Callable]  # None: the decode resolves its own slices (variant.fused_resolve)
     decode: Callable
     combine: Optional[Callable]
+    scratch: Tuple[Part, ...]  # what the launch needs besides out / lse (workspace.scratch_parts)
 
 
 _plans: Dict[tuple, LaunchPlan] = {}
@@ -146,6 +147,7 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
         resolve=None if fused else kc.resolve_kernel(resolve_table_slots(problem.width)),
         decode=kc.decode_kernel(variant),
         combine=kc.combine_kernel(write_lse, splits) if splits > 1 else None,
+        scratch=scratch_parts(variant, splits, problem.num_rows, problem.num_heads, problem.width),
     )
     return plan
 
@@ -182,8 +184,7 @@ def _prepare(q, kv_cache, block_table, seq_lens, indices, *, k_scale, v_scale, s
     if fuse_resolve is not None and not isinstance(fuse_resolve, bool) and fuse_resolve not in RESOLVE_MODES:
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: expected None (automatic), True, False, 'slice' or 'stream'")
     plan = launch_plan(problem, q.device, config, num_splits, write_lse, fuse_resolve, physical_indices)
-    parts = scratch_parts(plan, problem.num_rows, problem.num_heads, problem.width, write_lse)
-    return kv_cache, problem, plan, write_lse, parts
+    return kv_cache, problem, plan, write_lse
 
 
 def decode_workspace_bytes(
@@ -208,12 +209,12 @@ def decode_workspace_bytes(
     nothing (0 when it needs no scratch). Metadata only: no launch, no synchronisation. The
     launch decision depends on the GPU and the shape, so size a workspace on the device, for the
     largest shape it will serve (the maximum over the batch sizes of a CUDA-graph set)."""
-    *_, parts = _prepare(
+    *_, plan, _ = _prepare(
         q, kv_cache, block_table, seq_lens, indices, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale,
         index_kpool=index_kpool, out=None, lse=lse, return_lse=return_lse, config=config, num_splits=num_splits,
         fuse_resolve=fuse_resolve, physical_indices=physical_indices, check_indices=False,
     )
-    return workspace_bytes(parts)
+    return workspace_bytes(plan.scratch)
 
 
 def dsa_decode(
@@ -251,12 +252,12 @@ def dsa_decode(
     split-KV partials) instead of fresh allocations; `decode_workspace_bytes` gives its size.
     With `out` (and `lse`, or return_lse=False) too, the call allocates nothing.
     """
-    kv_cache, problem, plan, write_lse, parts = _prepare(
+    kv_cache, problem, plan, write_lse = _prepare(
         q, kv_cache, block_table, seq_lens, indices, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale,
         index_kpool=index_kpool, out=out, lse=lse, return_lse=return_lse, config=config, num_splits=num_splits,
         fuse_resolve=fuse_resolve, physical_indices=physical_indices, check_indices=check_indices,
     )
-    tmp = scratch(parts, workspace, q.device)
+    tmp = scratch(plan.scratch, workspace, q.device)
     rows, heads = problem.num_rows, problem.num_heads
     if out is None:
         out = torch.empty(rows, heads, KV_LORA_RANK, dtype=torch.bfloat16, device=q.device)

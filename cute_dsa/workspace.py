@@ -27,37 +27,43 @@ class Part:
     name: str
     shape: Tuple[int, ...]
     dtype: torch.dtype
+    offset: int  # bytes from the workspace's start, a multiple of ALIGN
 
     @property
     def nbytes(self) -> int:
-        n = torch.empty((), dtype=self.dtype).element_size()
+        n = self.dtype.itemsize
         for d in self.shape:
             n *= d
         return n
-
-
-def scratch_parts(plan, rows: int, heads: int, width: int, write_lse: bool) -> Tuple[Part, ...]:
-    """The scratch tensors `plan` launches with (see api.LaunchPlan), in carving order."""
-    parts = []
-    # Resolved rows, written by the resolve launch or by the decode's own slice resolve; physical
-    # ids are read as given and the streamed resolve keeps its rows in shared memory.
-    if not (plan.variant.physical_ids or plan.variant.stream_resolve):
-        parts.append(Part("phys", (rows, width), torch.int32))
-    if plan.splits > 1:
-        parts.append(Part("o_part", (rows, plan.splits, heads, KV_LORA_RANK), torch.float32))
-        parts.append(Part("lse_part", (rows, plan.splits, heads), torch.float32))
-    elif not write_lse:
-        parts.append(Part("lse", (rows, heads), torch.float32))  # the kernel's operand, never read
-    return tuple(parts)
 
 
 def _round_up(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
+def scratch_parts(variant, splits: int, rows: int, heads: int, width: int) -> Tuple[Part, ...]:
+    """The scratch tensors a launch of `variant` (kernel_config.DecodeVariant) over `splits`
+    splits needs, with their offsets in a workspace. Computed once per launch plan."""
+    specs = []
+    # Resolved rows, written by the resolve launch or by the decode's own slice resolve; physical
+    # ids are read as given and the streamed resolve keeps its rows in shared memory.
+    if not (variant.physical_ids or variant.stream_resolve):
+        specs.append(("phys", (rows, width), torch.int32))
+    if splits > 1:
+        specs.append(("o_part", (rows, splits, heads, KV_LORA_RANK), torch.float32))
+        specs.append(("lse_part", (rows, splits, heads), torch.float32))
+    elif not variant.write_lse:
+        specs.append(("lse", (rows, heads), torch.float32))  # the kernel's operand, never read
+    parts, offset = [], 0
+    for name, shape, dtype in specs:
+        parts.append(Part(name, shape, dtype, offset))
+        offset += _round_up(parts[-1].nbytes)
+    return tuple(parts)
+
+
 def workspace_bytes(parts: Tuple[Part, ...]) -> int:
-    """Bytes a workspace needs to hold `parts` (each on an ALIGN boundary; 0 when there are none)."""
-    return sum(_round_up(p.nbytes) for p in parts)
+    """Bytes a workspace needs to hold `parts` (0 when there are none)."""
+    return parts[-1].offset + _round_up(parts[-1].nbytes) if parts else 0
 
 
 def scratch(parts: Tuple[Part, ...], workspace: Optional[torch.Tensor], device: torch.device) -> Dict[str, torch.Tensor]:
@@ -74,8 +80,24 @@ def scratch(parts: Tuple[Part, ...], workspace: Optional[torch.Tensor], device: 
         f"workspace.numel()={workspace.numel()}: expected >= {need} bytes for this launch "
         f"({', '.join(f'{p.name} {tuple(p.shape)}' for p in parts)}; cute_dsa.decode_workspace_bytes gives it)"
     ))
-    views, offset = {}, 0
+    if not parts:
+        return {}
+    # One 4-byte view of the used bytes, then each part as a strided view of it (every part has
+    # 4-byte elements): 1-2 µs a part on the host, like an allocation.
+    words = {}
+    views = {}
     for p in parts:
-        views[p.name] = workspace[offset: offset + p.nbytes].view(p.dtype).view(p.shape)
-        offset += _round_up(p.nbytes)
+        base = words.get(p.dtype)
+        if base is None:
+            base = words[p.dtype] = workspace[:need].view(p.dtype)
+        start = base.storage_offset() + p.offset // p.dtype.itemsize  # as_strided counts from the storage
+        views[p.name] = base.as_strided(p.shape, _contiguous_strides(p.shape), start)
     return views
+
+
+def _contiguous_strides(shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.append(n)
+        n *= d
+    return tuple(reversed(strides))

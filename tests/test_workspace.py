@@ -1,5 +1,7 @@
 """The scratch a launch needs, carved from a caller's workspace (CPU: plans compile for sm_90a)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -27,10 +29,15 @@ def _plans():
     }
 
 
+def _parts(plan, rows, heads, width, write_lse=True):
+    return scratch_parts(dataclasses.replace(plan.variant, write_lse=write_lse), plan.splits, rows, heads, width)
+
+
 def test_scratch_parts_follow_the_plan():
     p = _plans()
     rows, heads, width = 2, 64, 2176
-    names = {k: [part.name for part in scratch_parts(v, rows, heads, width, True)] for k, v in p.items()}
+    assert all(plan.scratch == _parts(plan, rows, heads, width) for plan in p.values())  # computed once per plan
+    names = {k: [part.name for part in plan.scratch] for k, plan in p.items()}
     assert p["launch"].resolve is not None and p["slice"].variant.fused_resolve and p["stream"].variant.stream_resolve
     assert names == {
         "launch": ["phys", "o_part", "lse_part"],
@@ -42,17 +49,19 @@ def test_scratch_parts_follow_the_plan():
     }
     # Without a wanted LSE an unsplit launch still needs the kernel's lse operand; a split one
     # uses a row of its partial LSE.
-    assert [q.name for q in scratch_parts(p["one_physical"], rows, heads, width, False)] == ["lse"]
-    assert [q.name for q in scratch_parts(p["physical"], rows, heads, width, False)] == ["o_part", "lse_part"]
-    parts = scratch_parts(p["launch"], rows, heads, width, True)
+    assert [q.name for q in _parts(p["one_physical"], rows, heads, width, False)] == ["lse"]
+    assert [q.name for q in _parts(p["physical"], rows, heads, width, False)] == ["o_part", "lse_part"]
+    parts = p["launch"].scratch
     sizes = [q.nbytes for q in parts]
     assert sizes == [rows * width * 4, rows * 4 * heads * 512 * 4, rows * 4 * heads * 4]
-    assert workspace_bytes(parts) == sum(-(-n // ALIGN) * ALIGN for n in sizes)
+    rounded = [-(-n // ALIGN) * ALIGN for n in sizes]
+    assert [q.offset for q in parts] == [0, rounded[0], rounded[0] + rounded[1]]
+    assert workspace_bytes(parts) == sum(rounded)
     assert workspace_bytes(()) == 0
 
 
 def test_scratch_carves_aligned_disjoint_views():
-    parts = scratch_parts(_plans()["launch"], 3, 8, 100, True)  # phys 1200 bytes: not a multiple of ALIGN
+    parts = _parts(_plans()["launch"], 3, 8, 100)  # phys 1200 bytes: not a multiple of ALIGN
     need = workspace_bytes(parts)
     big = torch.zeros(need + 64, dtype=torch.uint8)
     ws = big[16: 16 + need]  # 16-byte aligned, not 256
@@ -71,13 +80,15 @@ def test_scratch_carves_aligned_disjoint_views():
     views["o_part"].fill_(1.0)
     views["phys"].fill_(-1)
     assert (views["lse_part"] == 0).all()  # writing one part leaves the next alone
+    assert (big[:16] == 0).all() and (big[16 + need:] == 0).all()  # nothing outside the workspace
+    assert (ws[: parts[0].nbytes] == 0xFF).all()  # phys = -1 landed at the workspace's start
 
     fresh = scratch(parts, None, torch.device("cpu"))
     assert {k: (t.shape, t.dtype) for k, t in fresh.items()} == {p.name: (p.shape, p.dtype) for p in parts}
 
 
 def test_workspace_is_checked():
-    parts = scratch_parts(_plans()["launch"], 2, 64, 2176, True)
+    parts = _plans()["launch"].scratch
     need = workspace_bytes(parts)
     cpu = torch.device("cpu")
     with pytest.raises(ValueError, match=rf"workspace.numel\(\)={need - 1}: expected >= {need} bytes for this launch "
