@@ -14,6 +14,10 @@ from .model_config import KV_LORA_RANK
 
 Scale = Union[float, int, torch.Tensor]
 _ALIGN = 16  # bytes: every gathered row is copied in 16-byte pieces
+_Q_DTYPES = (torch.bfloat16,)
+_CACHE_DTYPES = (torch.float8_e4m3fn, torch.uint8)
+_ID_DTYPES = (torch.int32,)
+_LSE_DTYPES = (torch.float32,)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,8 @@ def _tensor(name: str, t, dtypes, ndim: int) -> torch.Tensor:
     if t.dtype not in dtypes:
         want = " or ".join(str(d) for d in dtypes)
         raise TypeError(f"{name}.dtype={t.dtype}: expected {want}")
-    _need(t.dim() == ndim, lambda: f"{name}.shape={tuple(t.shape)}: expected {ndim} dimensions")
+    if t.dim() != ndim:
+        raise ValueError(f"{name}.shape={tuple(t.shape)}: expected {ndim} dimensions")
     return t
 
 
@@ -78,83 +83,104 @@ def squeeze_kv_head(kv_cache: torch.Tensor) -> torch.Tensor:
 def check_decode_args(
     q, kv_cache, block_table, seq_lens, indices, *, k_scale, v_scale, softmax_scale, index_kpool, out, lse
 ) -> DecodeProblem:
-    _tensor("q", q, (torch.bfloat16,), 3)
-    _tensor("kv_cache", kv_cache, (torch.float8_e4m3fn, torch.uint8), 3)
-    _tensor("block_table", block_table, (torch.int32,), 2)
-    _tensor("seq_lens", seq_lens, (torch.int32,), 1)
-    _tensor("indices", indices, (torch.int32,), 2)
-    num_rows, num_heads, dim = q.shape
-    _need(dim == KV_LORA_RANK, lambda: f"q.shape[2] (kv_lora_rank)={dim}: expected {KV_LORA_RANK}")
-    _need(num_rows > 0, lambda: f"q.shape[0] (num_rows)={num_rows}: expected >= 1 (degenerate launch)")
-    _need(num_heads > 0, lambda: f"q.shape[1] (num_heads)={num_heads}: expected >= 1 (degenerate launch)")
-    num_seqs = seq_lens.shape[0]
-    _need(num_seqs > 0, lambda: f"seq_lens.shape[0] (num_seqs)={num_seqs}: expected >= 1 (degenerate launch)")
-    _need(
-        indices.shape[0] == num_rows,
-        lambda: f"indices.shape[0]={indices.shape[0]}: expected q.shape[0]={num_rows} (one selection row per query row)",
-    )
-    _need(
-        num_rows == num_seqs,
-        lambda: f"q.shape[0] (num_rows)={num_rows}: expected seq_lens.shape[0] (num_seqs)={num_seqs} "
-        "(one decode query row per sequence)",
-    )
-    _need(
-        block_table.shape[0] == num_seqs,
-        lambda: f"block_table.shape[0]={block_table.shape[0]}: expected seq_lens.shape[0]={num_seqs}",
-    )
-    _need(block_table.shape[1] > 0, lambda: f"block_table.shape={tuple(block_table.shape)}: expected >= 1 block per sequence")
-    width = indices.shape[1]
-    _need(width > 0, lambda: f"indices.shape[1] (width)={width}: expected >= 1")
+    # Runs on every call: each tensor's shape and strides are read once, and each message is
+    # formatted only when its check fails (the host time of a call is part of an eager decode step).
+    _tensor("q", q, _Q_DTYPES, 3)
+    _tensor("kv_cache", kv_cache, _CACHE_DTYPES, 3)
+    _tensor("block_table", block_table, _ID_DTYPES, 2)
+    _tensor("seq_lens", seq_lens, _ID_DTYPES, 1)
+    _tensor("indices", indices, _ID_DTYPES, 2)
+    num_rows, num_heads, dim = q_shape = q.shape
+    if dim != KV_LORA_RANK:
+        raise ValueError(f"q.shape[2] (kv_lora_rank)={dim}: expected {KV_LORA_RANK}")
+    if num_rows <= 0:
+        raise ValueError(f"q.shape[0] (num_rows)={num_rows}: expected >= 1 (degenerate launch)")
+    if num_heads <= 0:
+        raise ValueError(f"q.shape[1] (num_heads)={num_heads}: expected >= 1 (degenerate launch)")
+    (num_seqs,) = seq_lens.shape
+    if num_seqs <= 0:
+        raise ValueError(f"seq_lens.shape[0] (num_seqs)={num_seqs}: expected >= 1 (degenerate launch)")
+    idx_rows, width = indices.shape
+    if idx_rows != num_rows:
+        raise ValueError(
+            f"indices.shape[0]={idx_rows}: expected q.shape[0]={num_rows} (one selection row per query row)"
+        )
+    if num_rows != num_seqs:
+        raise ValueError(
+            f"q.shape[0] (num_rows)={num_rows}: expected seq_lens.shape[0] (num_seqs)={num_seqs} "
+            "(one decode query row per sequence)"
+        )
+    bt_rows, max_blocks = bt_shape = block_table.shape
+    if bt_rows != num_seqs:
+        raise ValueError(f"block_table.shape[0]={bt_rows}: expected seq_lens.shape[0]={num_seqs}")
+    if max_blocks <= 0:
+        raise ValueError(f"block_table.shape={tuple(bt_shape)}: expected >= 1 block per sequence")
+    if width <= 0:
+        raise ValueError(f"indices.shape[1] (width)={width}: expected >= 1")
     num_blocks, block_size, token_bytes = kv_cache.shape
-    _need(num_blocks > 0, lambda: f"kv_cache.shape[0] (num_blocks)={num_blocks}: expected >= 1")
-    _need(block_size > 0, lambda: f"kv_cache.shape[1] (block_size)={block_size}: expected >= 1")
-    _need(
-        token_bytes >= KV_LORA_RANK and token_bytes % _ALIGN == 0,
-        lambda: f"kv_cache.shape[2] (token_stride_bytes)={token_bytes}: expected a multiple of {_ALIGN} that is >= {KV_LORA_RANK}",
-    )
+    if num_blocks <= 0:
+        raise ValueError(f"kv_cache.shape[0] (num_blocks)={num_blocks}: expected >= 1")
+    if block_size <= 0:
+        raise ValueError(f"kv_cache.shape[1] (block_size)={block_size}: expected >= 1")
+    if token_bytes < KV_LORA_RANK or token_bytes % _ALIGN:
+        raise ValueError(
+            f"kv_cache.shape[2] (token_stride_bytes)={token_bytes}: expected a multiple of {_ALIGN} that is >= {KV_LORA_RANK}"
+        )
     if isinstance(index_kpool, bool) or not isinstance(index_kpool, int) or index_kpool < 1:
         raise ValueError(f"index_kpool={index_kpool!r}: expected an int >= 1")
-    _need(
-        block_size % index_kpool == 0,
-        lambda: f"index_kpool={index_kpool}: expected a divisor of block_size={block_size} (a pool must not straddle a page)",
-    )
+    if block_size % index_kpool:
+        raise ValueError(
+            f"index_kpool={index_kpool}: expected a divisor of block_size={block_size} (a pool must not straddle a page)"
+        )
     if softmax_scale is not None:
         if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (float, int)):
             raise TypeError(f"softmax_scale={softmax_scale!r}: expected a python float or None")
-        _need(math.isfinite(softmax_scale) and softmax_scale > 0, lambda: f"softmax_scale={softmax_scale}: expected a finite float > 0")
+        if not (math.isfinite(softmax_scale) and softmax_scale > 0):
+            raise ValueError(f"softmax_scale={softmax_scale}: expected a finite float > 0")
 
-    for name, t in (("q", q), ("kv_cache", kv_cache), ("block_table", block_table), ("indices", indices), ("seq_lens", seq_lens)):
-        _inner_contiguous(name, t)
-    _need(
-        kv_cache.stride(1) % _ALIGN == 0 and kv_cache.stride(0) % _ALIGN == 0,
-        lambda: f"kv_cache.stride()={kv_cache.stride()}: expected block and token strides that are multiples of {_ALIGN} bytes",
-    )
-    _need(kv_cache.data_ptr() % _ALIGN == 0, lambda: f"kv_cache.data_ptr()={kv_cache.data_ptr():#x}: expected {_ALIGN}-byte alignment")
-    _need(q.stride(1) % 8 == 0 and q.stride(0) % 8 == 0 and q.data_ptr() % 16 == 0,
-          lambda: f"q.stride()={q.stride()}: expected row and head strides that are multiples of 8 elements (16 bytes)")
+    q_st, kv_st = q.stride(), kv_cache.stride()
+    for name, t, last, step in (
+        ("q", q, dim, q_st[2]), ("kv_cache", kv_cache, token_bytes, kv_st[2]),
+        ("block_table", block_table, max_blocks, block_table.stride(1)), ("indices", indices, width, indices.stride(1)),
+        ("seq_lens", seq_lens, num_seqs, seq_lens.stride(0)),
+    ):
+        if last > 1 and step != 1:
+            raise ValueError(f"{name}.stride()={t.stride()}: expected a unit last stride")
+    if kv_st[1] % _ALIGN or kv_st[0] % _ALIGN:
+        raise ValueError(
+            f"kv_cache.stride()={kv_st}: expected block and token strides that are multiples of {_ALIGN} bytes"
+        )
+    if kv_cache.data_ptr() % _ALIGN:
+        raise ValueError(f"kv_cache.data_ptr()={kv_cache.data_ptr():#x}: expected {_ALIGN}-byte alignment")
+    if q_st[1] % 8 or q_st[0] % 8 or q.data_ptr() % 16:
+        raise ValueError(f"q.stride()={q_st}: expected row and head strides that are multiples of 8 elements (16 bytes)")
 
     if out is not None:
-        _tensor("out", out, (torch.bfloat16,), 3)
-        _need(tuple(out.shape) == (num_rows, num_heads, dim), lambda: f"out.shape={tuple(out.shape)}: expected {(num_rows, num_heads, dim)}")
+        _tensor("out", out, _Q_DTYPES, 3)
+        if out.shape != q_shape:
+            raise ValueError(f"out.shape={tuple(out.shape)}: expected {(num_rows, num_heads, dim)}")
         _inner_contiguous("out", out)
-        _need(out.stride(1) % 8 == 0 and out.stride(0) % 8 == 0 and out.data_ptr() % 16 == 0,
-              lambda: f"out.stride()={out.stride()}: expected row and head strides that are multiples of 8 elements")
+        o_st = out.stride()
+        if o_st[1] % 8 or o_st[0] % 8 or out.data_ptr() % 16:
+            raise ValueError(f"out.stride()={o_st}: expected row and head strides that are multiples of 8 elements")
     if lse is not None:
-        _tensor("lse", lse, (torch.float32,), 2)
-        _need(tuple(lse.shape) == (num_rows, num_heads), lambda: f"lse.shape={tuple(lse.shape)}: expected {(num_rows, num_heads)}")
+        _tensor("lse", lse, _LSE_DTYPES, 2)
+        if lse.shape != q_shape[:2]:
+            raise ValueError(f"lse.shape={tuple(lse.shape)}: expected {(num_rows, num_heads)}")
         _inner_contiguous("lse", lse)
     k_dev = _scale("k_scale", k_scale)
     v_dev = _scale("v_scale", v_scale)
     # Placement last, so the structural checks above are testable with CPU tensors.
     device = q.device
-    _need(q.is_cuda, lambda: f"q.device={device}: expected a CUDA tensor")
-    for name, t in (("kv_cache", kv_cache), ("block_table", block_table), ("seq_lens", seq_lens), ("indices", indices)):
-        _need(t.device == device, lambda: f"{name}.device={t.device}: expected {device} (same as q)")
-    for name, t in (("out", out), ("lse", lse)) + ((("k_scale", k_scale),) if k_dev else ()) + ((("v_scale", v_scale),) if v_dev else ()):
-        if t is not None:
-            _need(t.device == device, lambda: f"{name}.device={t.device}: expected {device} (same as q)")
+    if not q.is_cuda:
+        raise ValueError(f"q.device={device}: expected a CUDA tensor")
+    for name, t in (("kv_cache", kv_cache), ("block_table", block_table), ("seq_lens", seq_lens), ("indices", indices),
+                    ("out", out), ("lse", lse), ("k_scale", k_scale if k_dev else None),
+                    ("v_scale", v_scale if v_dev else None)):
+        if t is not None and t.device != device:
+            raise ValueError(f"{name}.device={t.device}: expected {device} (same as q)")
     return DecodeProblem(
-        max_blocks=block_table.shape[1],
+        max_blocks=max_blocks,
         num_rows=num_rows,
         num_heads=num_heads,
         width=width,
@@ -163,5 +189,5 @@ def check_decode_args(
         token_bytes=token_bytes,
         k_scale_on_device=k_dev,
         v_scale_on_device=v_dev,
-        flat_cache=kv_cache.stride(0) == block_size * kv_cache.stride(1),
+        flat_cache=kv_st[0] == block_size * kv_st[1],
     )
