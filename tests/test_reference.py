@@ -98,3 +98,27 @@ def test_physical_ids_select_what_the_logical_ids_select():
     assert (o - ref_o).abs().max().item() < 1e-12
     assert torch.equal(torch.isinf(l), torch.isinf(ref_l))
     assert (l - ref_l)[~torch.isinf(ref_l)].abs().max().item() < 1e-12
+
+
+def test_several_query_tokens_per_sequence_flatten_to_rows():
+    """README's recipe for s_q > 1 (MTP): q and indices flattened, seq_lens and block_table rows
+    repeated per token, gives each token the attention over its own selection in its own
+    sequence (checked token by token against one-row calls)."""
+    batch, s_q, heads = 2, 3, 4
+    seqs = make_inputs(batch, heads, 24, block_size=16, context=120, hole_frac=0.2, dup_frac=0.1, seed=7)
+    g = torch.Generator().manual_seed(8)
+    q = torch.randn(batch, s_q, heads, 512, generator=g).to(torch.bfloat16)
+    # Token t of sequence b may select positions up to seq_len - s_q + t (the indexer's causality).
+    ids = torch.stack([
+        torch.stack([torch.randint(-1, int(seqs.seq_lens[b]) - s_q + t + 1, (24,), generator=g, dtype=torch.int32)
+                     for t in range(s_q)]) for b in range(batch)
+    ])
+    out, lse = masked_attention(q.flatten(0, 1), seqs.kv_cache, seqs.block_table.repeat_interleave(s_q, dim=0),
+                                seqs.seq_lens.repeat_interleave(s_q), ids.flatten(0, 1))
+    out, lse = out.view(batch, s_q, heads, 512), lse.view(batch, s_q, heads)
+    for b in range(batch):
+        for t in range(s_q):
+            o1, l1 = masked_attention(q[b, t][None], seqs.kv_cache, seqs.block_table[b][None], seqs.seq_lens[b][None],
+                                      ids[b, t][None])
+            assert torch.equal(out[b, t], o1[0]) and torch.equal(lse[b, t], l1[0])
+    assert not torch.equal(out[:, 0], out[:, 1])  # tokens differ: the rows are not collapsed
