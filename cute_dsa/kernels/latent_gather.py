@@ -358,11 +358,17 @@ class LatentGather:
         for c in cutlass.range(n_stages + self.stages - 1, unroll=1):
             if c < n_stages:
                 stage = c % self.stages
+                # The streamed resolve's window step (hashing, two producer barriers) needs no ring
+                # slot: it runs before the wait for one, under it when the consumers hold them all,
+                # instead of between the slot's release and its copies.
+                early_ids = self.streamer is not None and not self.convert
+                if cutlass.const_expr(early_ids and win > 0 and self.drop != "gather"):
+                    self._stage_ids(ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows)
                 if cutlass.const_expr(not self.convert):
                     stage, use = self.raw_slot(c)
                     if use >= self.slots_per_consumer:  # the owning consumer is done with what this slot held (4 stages ago)
                         cute.arch.barrier(barrier_id=self.bar_raw_empty + stage, number_of_threads=self.handoff_threads)
-                if cutlass.const_expr(win > 0 and self.drop != "gather"):
+                if cutlass.const_expr(not early_ids and win > 0 and self.drop != "gather"):
                     self._stage_ids(ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
