@@ -273,26 +273,31 @@ class LatentGather:
         return ids, pend
 
     @cute.jit
-    def _stage_ids(self, ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows):
+    def _window_step(self, pend, res, s_ids, row, start, end, k, wg_tid):
+        """The streamed resolve's step for window k: its ids (parked) and block-table entries (in
+        flight since a window ago) resolved into the slot that held k-2; window k+1's landed ids
+        parked, then their block-table entries and window k+2's ids issued."""
+        st = self.streamer
+        tok = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
+        st.parked(res[5], tok, wg_tid)
+        st.resolve_window(res, s_ids, k % 2, row, start, end, k, tok, pend[0, None], pend[2, 0], wg_tid)
+        st.park(res[5], pend[1, None], wg_tid)
+        cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
+        st.parked(res[5], tok, wg_tid)
+        st.load_blocks(pend[0, None], tok, res[2], res[3], row)
+        st.load_ids(pend[1, None], res[0], row, start, k + 2, wg_tid)
+
+    @cute.jit
+    def _stage_ids(self, ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows,
+                   window_step: cutlass.Constexpr = True):
         """With an id window: stage c's row ids from shared memory into `ids` (-1 at or past
-        `end`), first switching windows when stage c starts one."""
+        `end`), first switching windows when stage c starts one (streamed: unless the caller runs
+        the window step itself, `window_step=False`)."""
         cpw = self.id_window // self.N
         if cutlass.const_expr(self.streamer is not None):
-            if c % cpw == 0 and c > 0:
-                # Window k's ids (parked) and block-table entries (in flight since a window ago):
-                # resolve it into the slot that held k-2; park window k+1's landed ids, then issue
-                # their block-table entries and window k+2's ids.
-                st = self.streamer
-                k = c // cpw
-                res = phys  # the streamed resolve passes `res` in place of `phys`
-                tok = cute.make_rmem_tensor(cute.make_layout(st.per_thread), Int32)
-                st.parked(res[5], tok, wg_tid)
-                st.resolve_window(res, s_ids, k % 2, row, start, end, k, tok, pend[0, None], pend[2, 0], wg_tid)
-                st.park(res[5], pend[1, None], wg_tid)
-                cute.arch.barrier(barrier_id=BAR_IDS, number_of_threads=WG)
-                st.parked(res[5], tok, wg_tid)
-                st.load_blocks(pend[0, None], tok, res[2], res[3], row)
-                st.load_ids(pend[1, None], res[0], row, start, k + 2, wg_tid)
+            if cutlass.const_expr(window_step):
+                if c % cpw == 0 and c > 0:
+                    self._window_step(pend, phys, s_ids, row, start, end, c // cpw, wg_tid)  # phys is `res` here
         elif c % cpw == 0 and c > 0:
             # Window k = c / cpw landed (loaded a window ago) into the slot that held k-2,
             # which every producer thread finished reading before window k-1 began.

@@ -30,13 +30,24 @@ WORDS = PIECE // 4  # 32-bit words per 16-byte piece
 class DirectLatentGather(LatentGather):
     """`LatentGather` with `gather_tokens` tokens per register set and `stages` register sets."""
 
+    def _early_window_step(self) -> bool:
+        """Streamed resolve: run window k's step right before the EMPTY wait of the tile store
+        that precedes the issue of the window's first group (hidden under the wait when the
+        consumers are behind), not inside that issue. Needs that store to start a tile (window
+        starts, register sets and tiles in whole tiles) and every window after the first to start
+        past the groups issued before the main loop."""
+        cpw = self.id_window // self.N if self.id_window else 0
+        return (self.streamer is not None and cpw >= self.stages and cpw % self.R == 0
+                and self.stages % self.R == 0)
+
     @cute.jit
     def _issue(self, raw, valid, ids, pend, cache, phys, s_ids, row, start, end, g, s: cutlass.Constexpr,
                c16, tok0, wg_tid, block_size, total_rows):
         """Loads of group g into register set s (holes and positions past `end` load nothing: zero
         rows, invalid); with id window 0 the next group's ids are then loaded one group ahead."""
         if cutlass.const_expr(self.id_window > 0 and self.drop != "gather"):
-            self._stage_ids(ids, pend, phys, s_ids, row, start, end, g, tok0, wg_tid, total_rows)
+            self._stage_ids(ids, pend, phys, s_ids, row, start, end, g, tok0, wg_tid, total_rows,
+                            not self._early_window_step())
         for i in cutlass.range_constexpr(self.row_passes):
             ph = ids[i]
             raw[None, i, s].fill(0)
@@ -119,11 +130,18 @@ class DirectLatentGather(LatentGather):
         # set group g - 1 used: `sets - 1` groups stay in flight. The body covers a whole number of
         # register sets and of K/V tiles, so every set index and tile position in it is a constant.
         span = math.lcm(sets, self.R)
+        cpw = self.id_window // self.N if self.id_window else 1
         for base in cutlass.range(0, n_groups, span, unroll=1):
             for s in cutlass.range_constexpr(span):
                 g = base + s
                 if g + sets - 1 < n_groups:
                     self._issue(*at, g + sets - 1, (s + sets - 1) % sets, *where)
+                if cutlass.const_expr(self._early_window_step() and s % self.R == 0 and self.drop != "gather"):
+                    # Group g + sets starts window k: its step runs now, after the issue of the
+                    # last group of window k - 1 and before this tile store's EMPTY wait.
+                    nxt = g + sets
+                    if nxt % cpw == 0 and nxt < n_groups:
+                        self._window_step(pend, phys, s_ids, row, start, end, nxt // cpw, wg_tid)
                 if g < n_groups:
                     self._store(raw, valid, s_k, s_valid, g, s % sets, s % self.R, c16, tok0)
 
