@@ -21,9 +21,11 @@ result is bitwise equal to the two-launch path. The bitmap covers STREAM_RESOLVE
 
 Status: correct, but on the H200 the decode runs ~1.4x longer with it than decode + resolve
 launch (benchmarks/gpu-tests.md, eighth session), so it is opt-in (fuse_resolve="stream";
-heuristics.STREAM_RESOLVE_AUTO). In the consumer-converted configs the producer now runs the
-window step before it waits for a free ring slot rather than between the slot's release and its
-copies (LatentGather.run); not yet measured on a GPU.
+heuristics.STREAM_RESOLVE_AUTO). The producer now runs the window step before a wait it may
+idle at: before it waits for a free ring slot in the consumer-converted configs (rather than
+between the slot's release and its copies, LatentGather.run), and before the EMPTY wait of the
+tile store preceding the window with register gathers (rather than inside the issue of the
+window's first group, DirectLatentGather.run); not yet measured on a GPU.
 """
 
 from __future__ import annotations
