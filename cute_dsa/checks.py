@@ -145,7 +145,7 @@ def check_decode_args(
         ("seq_lens", seq_lens, num_seqs, seq_lens.stride(0)),
     ):
         if last > 1 and step != 1:
-            raise ValueError(f"{name}.stride()={t.stride()}: expected a unit last stride")
+            _inner_contiguous(name, t)  # raises: the one place that words this error
     if kv_st[1] % _ALIGN or kv_st[0] % _ALIGN:
         raise ValueError(
             f"kv_cache.stride()={kv_st}: expected block and token strides that are multiples of {_ALIGN} bytes"
