@@ -11,7 +11,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1); echo "nc
 prof() {  # name who B H W
   local name=$1; shift
   timeout 150 "$NCU" --profile-from-start off --set full --clock-control none --import-source no -f -o "/tmp/$name" \
-    python benchmarks/profile.py "$@" > "/tmp/$name.log" 2>&1; echo "$name rc=$?"; tail -2 "/tmp/$name.log"
+    python benchmarks/ncu_one_call.py "$@" > "/tmp/$name.log" 2>&1; echo "$name rc=$?"; tail -2 "/tmp/$name.log"
   "$NCU" -i "/tmp/$name.ncu-rep" --page details >> "$OUT/details.txt" 2>&1
   "$NCU" -i "/tmp/$name.ncu-rep" --page raw --csv > "$OUT/raw_$name.csv" 2>&1
 }

@@ -4,9 +4,9 @@ the output shapes.
 
     torch.ops.cute_dsa.dsa_decode(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale,
                                   softmax_scale, index_kpool, physical_indices) -> (out, lse)
-    torch.ops.cute_dsa.dsa_decode_out(..., out, lse, workspace=None) -> ()
+    torch.ops.cute_dsa.dsa_decode_out(..., out, lse, workspace) -> ()
         # writes preallocated out / lse; with a uint8 workspace (cute_dsa.decode_workspace_bytes)
-        # the call allocates nothing
+        # the call allocates nothing, with None its scratch comes from the caching allocator
 
 `k_scale` / `v_scale` are python floats or 1-element fp32 CUDA tensors (read on the device), as
 in `dsa_decode`; `softmax_scale` < 0 means the default (512 ** -0.5). The launch is chosen
@@ -55,14 +55,17 @@ def _(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, 
 
 
 @torch.library.custom_op("cute_dsa::dsa_decode_out", mutates_args=("out", "lse", "workspace"),
-                         schema=_SCALE + ", Tensor(a!) out, Tensor(b!) lse, Tensor(c!)? workspace=None) -> ()")
+                         schema=_SCALE + ", Tensor(a!) out, Tensor(b!) lse, Tensor(c!)? workspace) -> ()")
+# `workspace` has no default on purpose: torch 2.11's ADInplaceOrView kernel for custom ops indexes
+# the mutated arguments in the call's own argument tuple, so a mutable argument left to its
+# default raised IndexError there (seen on the device; 2.13 fills the defaults first).
 def dsa_decode_out_op(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-                      index_kpool, physical_indices, out, lse, workspace=None) -> None:
+                      index_kpool, physical_indices, out, lse, workspace) -> None:
     _decode(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
             index_kpool, physical_indices, out=out, lse=lse, workspace=workspace)
 
 
 @dsa_decode_out_op.register_fake
 def _(q, kv_cache, block_table, seq_lens, indices, k_scale, v_scale, k_scale_t, v_scale_t, softmax_scale,
-      index_kpool, physical_indices, out, lse, workspace=None) -> None:
+      index_kpool, physical_indices, out, lse, workspace) -> None:
     return None

@@ -47,7 +47,7 @@ def test_fake_shapes_on_cuda_without_a_gpu():
         assert lse.shape == (5, 24) and lse.dtype == torch.float32
         o = torch.empty(5, 24, 512, dtype=torch.bfloat16, device="cuda")
         l = torch.empty(5, 24, dtype=torch.float32, device="cuda")
-        assert torch.ops.cute_dsa.dsa_decode_out(*args, *ARGS, o, l) is None
+        assert torch.ops.cute_dsa.dsa_decode_out(*args, *ARGS, o, l, None) is None
         ws = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
         assert torch.ops.cute_dsa.dsa_decode_out(*args, *ARGS, o, l, workspace=ws) is None
 
@@ -56,6 +56,12 @@ def test_cpu_call_reaches_the_adapter_checks():
     inp = make_inputs(2, 8, 16, block_size=16, context=64, seed=0)
     with pytest.raises(ValueError, match=r"q\.device=cpu: expected a CUDA tensor"):
         torch.ops.cute_dsa.dsa_decode(*inp.args(), *ARGS)
+    out = torch.empty(2, 8, 512, dtype=torch.bfloat16)
+    lse = torch.empty(2, 8, dtype=torch.float32)
+    # The mutating op passes its ADInplaceOrView kernel (torch 2.11 raised IndexError there when
+    # an optional mutable argument was left out) before the adapter refuses the CPU tensors.
+    with pytest.raises(ValueError, match=r"q\.device=cpu: expected a CUDA tensor"):
+        torch.ops.cute_dsa.dsa_decode_out(*inp.args(), *ARGS, out, lse, None)
     bad = torch.zeros(2, 8, 256, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"q\.shape\[2\] \(kv_lora_rank\)=256: expected 512"):
         torch.ops.cute_dsa.dsa_decode(bad, *inp.args()[1:], *ARGS)
@@ -74,7 +80,7 @@ def test_compiled_model_matches_the_plain_call():
     assert torch.equal(o, ref_o) and torch.equal(l, ref_l)
     out = torch.full_like(ref_o, float("nan"))
     lse = torch.full_like(ref_l, float("nan"))
-    torch.ops.cute_dsa.dsa_decode_out(*inp.args(), 1.0, 1.0, ks, None, -1.0, 1, False, out, lse)
+    torch.ops.cute_dsa.dsa_decode_out(*inp.args(), 1.0, 1.0, ks, None, -1.0, 1, False, out, lse, None)
     assert torch.equal(out, ref_o) and torch.equal(lse, ref_l)
     ws = torch.empty(cute_dsa.decode_workspace_bytes(*inp.args(), k_scale=ks), dtype=torch.uint8, device="cuda")
     out.fill_(float("nan"))

@@ -1,4 +1,5 @@
-"""One decode (or FlashMLA's) under Nsight Compute: python benchmarks/profile.py ours|flashmla B H W [CONTEXT [FUSE]]
+"""One decode (or FlashMLA's) under Nsight Compute: python benchmarks/ncu_one_call.py ours|flashmla B H W [CONTEXT [FUSE]]
+(Not `profile.py`: that name shadowed the standard library module for scripts run from this folder.)
 
 FUSE: dsa_decode's fuse_resolve (auto, off, on, slice, stream).
 
