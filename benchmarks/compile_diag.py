@@ -1,5 +1,6 @@
-"""Why does torch.compile(torch.ops.cute_dsa.dsa_decode) differ from the plain call? Prints each
-step: eager determinism, the compiled call (exception or max difference), the _out op."""
+"""The diagnosis behind session 12's first device call (benchmarks/session12.sh): is the plain call
+deterministic, does the eager op match it, and does the torch.compile'd op (fullgraph on and off)
+match it or raise? Printed step by step; tests/test_torch_ops.py holds the lasting check."""
 import traceback
 
 import torch
