@@ -134,7 +134,10 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
     splits = -(-problem.width // seg)  # no empty trailing split
     if physical and fuse_resolve not in (None, False):
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: physical_indices=True has nothing to resolve; expected None or False")
-    mode = "physical" if physical else resolve_mode(problem, cfg, seg, fuse_resolve)
+    if cfg.pair and fuse_resolve not in (None, False):
+        raise ValueError(f"fuse_resolve={fuse_resolve!r}: {cfg.label()} (pair) takes the resolve launch; expected None or False")
+    # A pair's two CTAs each gather half of every tile: neither resolves ids the other reads.
+    mode = "physical" if physical else "launch" if cfg.pair else resolve_mode(problem, cfg, seg, fuse_resolve)
     fused = mode != "launch"
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,

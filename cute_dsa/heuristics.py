@@ -47,6 +47,8 @@ def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
     M takes the head tile that holds them (fewer ring stages if the larger tile needs the shared
     memory), or gives way to the heads-as-M default above 32 heads."""
     if config.tiling != "tokens_m":
+        if config.pair and heads <= config.head_tile:
+            return replace(config, pair=False, stages=max(config.stages, 4)).validate()  # one head tile: nothing to share
         return config
     tile = tokens_m_tile(heads)
     if tile is None:

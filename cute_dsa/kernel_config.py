@@ -48,6 +48,10 @@ class DecodeKernelConfig:
     # slot back before the softmax, so the producer refills it a softmax + PV earlier.
     release_early: bool = False
     id_window: int = 128  # 0: each chunk's row ids are loaded one chunk ahead; W: W ids at a time, a window ahead
+    # Heads as M over two head tiles (65-128 heads): the two CTAs of a row's split form a cluster;
+    # each gathers and converts half of every K/V tile and stores it into both CTAs' tiles
+    # (st.async into the peer), so the 128 heads pay for one gather and conversion, not two.
+    pair: bool = False
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
     def validate(self) -> "DecodeKernelConfig":
@@ -70,6 +74,10 @@ class DecodeKernelConfig:
                 f"stages={self.stages}: gather='ld_global' keeps 2..{self.max_load_sets()} register sets of "
                 f"{LOAD_GROUP_TOKENS} tokens in flight (producer registers, scores={self.scores!r})"
             )
+        if self.pair and (self.tiling, self.gather, self.scores, self.chunk_tokens) != ("heads_m", "ld_global", "one", 64):
+            raise ValueError(f"{self}: pair=True takes tiling='heads_m', gather='ld_global', scores='one', chunk_tokens=64")
+        if self.pair and not self.id_window:
+            raise ValueError(f"{self}: pair=True takes an id window (id_window=128 or 256)")
         if self.scores == "one" and self.q_in_regs:
             raise ValueError(f"{self}: scores='one' takes q_in_regs=False")
         if self.tiling == "heads_m":
@@ -126,6 +134,8 @@ class DecodeKernelConfig:
         addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets. Its loop is
         unrolled over whole sets and tiles, so 3 or 4 sets over 32-token tiles (2 groups) unroll 6
         or 4 groups with constant addressing each, which spills (ptxas, sm_90a): 2 there."""
+        if self.pair:
+            return 3  # its st.async stores into the peer take the registers of a fourth set (ptxas spills)
         return 4 if self.scores == "one" and self.chunk_tokens >= 48 else 2
 
     def gather_tokens(self) -> int:
@@ -188,10 +198,10 @@ class DecodeKernelConfig:
     def tags(self) -> list:
         """Short tags of the non-default switches, in labels and variant names: 'ov' overlap, 'qr'
         Q in registers, 'cc' consumers convert, 'rf' register-fed, 're' release_early, 'lg' ld_global
-        gather, 's1' one consumer scores."""
+        gather, 's1' one consumer scores, 'p2' two head tiles share the gather (pair)."""
         conv = {"producer": None, "consumer": "cc", "registers": "rf"}[self.convert]
         flags = [(self.overlap, "ov"), (self.q_in_regs, "qr"), (conv is not None, conv), (self.release_early, "re"),
-                 (self.gather == "ld_global", "lg"), (self.scores == "one", "s1")]
+                 (self.gather == "ld_global", "lg"), (self.scores == "one", "s1"), (self.pair, "p2")]
         return [t for on, t in flags if on]
 
     def to_dict(self) -> dict:

@@ -50,11 +50,16 @@ class DecodeKernelBase:
         stream,
     ):
         head_tiles = (q.shape[1] + self.heads_per_cta - 1) // self.heads_per_cta
+        cluster = [1, 1, 1]
+        if cutlass.const_expr(self.variant.config.pair):
+            head_tiles = (head_tiles + 1) // 2 * 2  # whole clusters of two head tiles (the spare one stores nothing)
+            cluster = [2, 1, 1]
         self.kernel(
             q, cache, phys, k_scale, v_scale, softmax_scale, out, lse, split_len, indices, seq_lens, block_table, block_size, num_blocks
         ).launch(
             grid=[head_tiles, num_splits, q.shape[0]],
             block=[self.num_threads, 1, 1],
+            cluster=cluster,
             stream=stream,
             # One CTA per SM: ptxas then gives every thread the 168 registers the setmaxnreg
             # split assumes (without it the count is ptxas's choice, and a smaller pool deadlocks).

@@ -57,7 +57,7 @@ def tokens_m_barriers(raw_slots: int):
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
                  q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=0,
-                 stages_q=True, stream_resolve=False, physical_ids=False):
+                 stages_q=True, stream_resolve=False, physical_ids=False, pair=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -107,6 +107,11 @@ class LatentGather:
         # physical_ids: the ids come from the caller, not from a resolve: out-of-cache ids are dropped.
         self.physical_ids = physical_ids
         assert not (physical_ids and (fused_resolve or stream_resolve))
+        # pair: this CTA gathers one half of every K/V tile (`tile_tokens` of its 2 x tile_tokens
+        # tokens; the cluster peer the other half) and stores it into both CTAs' tiles.
+        self.pair = pair
+        self.half = tile_tokens
+        assert not (pair and (fused_resolve or stream_resolve or id_window == 0 or not convert))
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""
@@ -138,10 +143,21 @@ class LatentGather:
             ids[i] = v if pos < end else Int32(-1)
 
     @cute.jit
+    def _pos(self, v):
+        """The selection position (from the split's start) of this CTA's v-th gathered token: v
+        itself, or with `pair` token v % half of its half of K/V tile v // half (the cluster's
+        rank-r CTA takes tokens [r*half, (r+1)*half) of every tile)."""
+        p = v
+        if cutlass.const_expr(self.pair):
+            rank = cute.arch.block_in_cluster_idx()[0]
+            p = (v // self.half) * (2 * self.half) + rank * self.half + v % self.half
+        return p
+
+    @cute.jit
     def _load_window(self, pend, phys, row, start, k, wg_tid, total_rows):
-        """This thread's ids of id window k (positions start + k*W + wg_tid + 128j): loads in flight."""
+        """This thread's ids of id window k (gathered tokens k*W + wg_tid + 128j): loads in flight."""
         for j in cutlass.range_constexpr(self.id_window // WG):
-            pend[j] = self._id_at(phys, row, start + k * self.id_window + wg_tid + WG * j, total_rows)
+            pend[j] = self._id_at(phys, row, start + self._pos(k * self.id_window + wg_tid + WG * j), total_rows)
 
     @cute.jit
     def _store_window(self, pend, s_ids, slot, wg_tid):
@@ -310,7 +326,7 @@ class LatentGather:
         # All of this stage's ids first (independent shared loads), then the copies.
         for i in cutlass.range_constexpr(self.row_passes):
             tok = tok0 + self.rows_per_pass * i
-            ids[i] = s_ids[id_base + tok, id_slot] if start + c * self.N + tok < end else Int32(-1)
+            ids[i] = s_ids[id_base + tok, id_slot] if start + self._pos(c * self.N + tok) < end else Int32(-1)
 
     @cute.jit
     def _row_bytes(self, cache, ph, block_size):

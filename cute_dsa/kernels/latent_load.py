@@ -21,6 +21,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Int32, Uint32
 
+from .cluster_store import peer_address, st_async_b32, st_async_v4
 from .fp8_fragments import cvt_high, cvt_low
 from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, PIECE, LatentGather
 
@@ -63,20 +64,33 @@ class DirectLatentGather(LatentGather):
             self._load_ids(ids, phys, row, start + (g + 1) * self.N + tok0, end, total_rows)
 
     @cute.jit
-    def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, part: cutlass.Constexpr, c16, tok0):
+    def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, part: cutlass.Constexpr, c16, tok0, bars):
         """Group g (part `part` of its K/V tile) from register set s -> its rows of the tile
-        (FP8 -> FP16), waiting for the tile's EMPTY first and handing it over (FULL) after its last group."""
+        (FP8 -> FP16), waiting for the tile's EMPTY first and handing it over (FULL) after its last
+        group. With `pair` the rows are this CTA's half of the tile and go to the peer's tile too."""
         tile = g // self.R
         buf = tile % self.kv_bufs
         if cutlass.const_expr(part == 0):
             if tile >= self.kv_bufs:
                 cute.arch.barrier(barrier_id=BAR_EMPTY + buf, number_of_threads=self.handoff_threads)
+                if cutlass.const_expr(self.pair):
+                    # The peer's consumers are done with their copy of the tile too (its 8 warps arrived).
+                    cute.arch.mbarrier_wait(bars + self.kv_bufs + buf, (tile // self.kv_bufs - 1) % 2)
+            if cutlass.const_expr(self.pair):
+                if c16 == 0 and tok0 == 0:
+                    # The bytes the peer will store into this CTA's tile (its half), counted by PEER_FULL.
+                    cute.arch.mbarrier_arrive_and_expect_tx(bars + buf, self.half * (DIM * 2 + 4))
+        row0 = 0
+        peer = None
+        if cutlass.const_expr(self.pair):
+            row0 = cute.arch.block_in_cluster_idx()[0] * self.half
+            peer = self._peer_bases(s_k, s_valid, bars, buf)
         # A row is 8 swizzle atoms of 64 dims, n x 128 bytes apart: lanes 4a..4a+3 write atom a.
         # Odd atoms store their upper 16 bytes first, so each store fills all eight 16-byte bank
         # groups of a 128-byte line (even atoms: units 0,2,4,6; odd atoms: 1,3,5,7).
         first = (c16 // 4) % 2
         for i in cutlass.range_constexpr(self.row_passes):
-            tok = part * self.N + tok0 + self.rows_per_pass * i
+            tok = row0 + part * self.N + tok0 + self.rows_per_pass * i
             h = cute.make_rmem_tensor(cute.make_layout(2 * PIECE), Float16)
             h32 = cute.recast_tensor(h, Uint32)
             for w in cutlass.range_constexpr(WORDS):
@@ -91,12 +105,33 @@ class DirectLatentGather(LatentGather):
                 for k in cutlass.range_constexpr(WORDS):
                     v32[k] = h32[WORDS + k] if half == 1 else h32[k]
                 cute.local_tile(dst, (PIECE // 2,), (half,)).store(v.load())
+                if cutlass.const_expr(self.pair):
+                    self._to_peer(peer, v32, tok, c16 * 2 + half, buf)
             if c16 == 0:
                 s_valid[tok, buf] = (valid[s] >> i) & 1
+                if cutlass.const_expr(self.pair):
+                    st_async_b32(peer[1] + 4 * (tok + 2 * self.half * buf), (valid[s] >> i) & 1, peer[2])
         if cutlass.const_expr(part == self.R - 1):
             # Ordinary stores read next by wgmma (the async proxy).
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier_arrive(barrier_id=BAR_FULL + buf, number_of_threads=self.handoff_threads)
+
+    @cute.jit
+    def _peer_bases(self, s_k, s_valid, bars, buf):
+        """The peer's K/V tiles, valid flags and PEER_FULL[buf] as shared::cluster addresses."""
+        peer = 1 - cute.arch.block_in_cluster_idx()[0]
+        return (peer_address(s_k.iterator.toint(), peer), peer_address(s_valid.iterator.toint(), peer),
+                peer_address((bars + buf).toint(), peer))
+
+    @cute.jit
+    def _to_peer(self, peer, v32, tok, unit, buf):
+        """The 16-byte unit `unit` (dims 8*unit ..) of row `tok` of K/V tile `buf`, just stored
+        here, into the peer's tile with st.async (completion counted by the peer's PEER_FULL).
+        The byte offset is the tile layout's (8-row atoms of 128-byte rows, 64 rows per 64 dims,
+        64 KB per tile) with its 128-byte swizzle: the 16-byte unit ^= the row within the atom."""
+        r8 = tok % 8
+        off = r8 * 128 + (tok // 8) * 1024 + ((unit % 8) ^ r8) * 16 + (unit // 8) * (self.half * 2 * 128) + buf * (self.half * 2 * DIM * 2)
+        st_async_v4(peer[0] + off, (v32[0], v32[1], v32[2], v32[3]), peer[2])
 
     def _scratch_capacity(self) -> int:
         return self.kv_bufs * self.R * self.N * DIM * 2  # the FP16 K/V tiles
@@ -108,9 +143,11 @@ class DirectLatentGather(LatentGather):
         return s_k.iterator
 
     @cute.jit
-    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res):
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res,
+            bars=None):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
-        positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)"""
+        positions at or past `end` become zero rows marked invalid. (`s_raw`, `s_vring`: unused.)
+        `bars` (pair only): PEER_FULL and PEER_EMPTY mbarriers, kv_bufs each."""
         if cutlass.const_expr(self.streamer is not None):
             phys = res  # the id windows come from the ids themselves (`_stage_ids`)
         block_size, total_rows, c16, tok0, ids, pend = self._prologue(
@@ -143,5 +180,5 @@ class DirectLatentGather(LatentGather):
                     if nxt % cpw == 0 and nxt < n_groups:
                         self._window_step(pend, phys, s_ids, row, start, end, nxt // cpw, wg_tid)
                 if g < n_groups:
-                    self._store(raw, valid, s_k, s_valid, g, s % sets, s % self.R, c16, tok0)
+                    self._store(raw, valid, s_k, s_valid, g, s % sets, s % self.R, c16, tok0, bars)
 

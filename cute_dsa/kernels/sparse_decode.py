@@ -58,14 +58,16 @@ class SparseDecodeKernel(DecodeKernelBase):
         self.flat_cache = variant.flat_cache
         self.ld_global = cfg.gather == "ld_global"
         self.shared_p = cfg.scores == "one"  # set here, used by the SharedPDecodeKernel subclass
+        self.pair = cfg.pair  # two head tiles of a cluster share the gather (SharedPDecodeKernel)
         self.regs_consumer, self.regs_producer = self._register_plan()
         self.num_threads = 3 * WG
+        # pair: this CTA's producer fills half of each tile (the cluster peer the other half).
         self.gather = (DirectLatentGather if self.ld_global else LatentGather)(
-            gather_tokens=cfg.gather_tokens(), tile_tokens=self.N, stages=self.stages, kv_bufs=self.kv_bufs,
+            gather_tokens=cfg.gather_tokens(), tile_tokens=self.N // 2 if cfg.pair else self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
             handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
             fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
-            stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids,
+            stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids, pair=cfg.pair,
         )
 
     def _register_plan(self):

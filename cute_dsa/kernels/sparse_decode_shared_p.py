@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float16, Float32, Int32
+from cutlass import Float16, Float32, Int32, Int64
+from cutlass._mlir.dialects import nvvm
 from cutlass.cute.nvgpu import warpgroup
 from cutlass.cute.nvgpu.warpgroup import SmemLayoutAtomKind
 from cutlass.memory import SmemAllocator
 
 from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, BAR_Q, WG
 from .sparse_decode import DV_PER_WG, SparseDecodeKernel
+
+PAIR_REGS = (224, 160, 120)  # scorer, second consumer, producer with pair
 
 # K-major P tile atoms by the tile's width in tokens (its rows are N FP16 values).
 P_ATOMS = {16: SmemLayoutAtomKind.K_SW32, 32: SmemLayoutAtomKind.K_SW64, 48: SmemLayoutAtomKind.K_SW32, 64: SmemLayoutAtomKind.K_SW128}
@@ -41,10 +44,14 @@ class SharedPDecodeKernel(SparseDecodeKernel):
     def _register_plan(self):
         """Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
         holds up to 4 register sets of rows (5 spill). 128 * (224 + 160 + 120) = 64512, the launch's pool."""
-        self.regs_scorer, self.regs_second = 224, 160
+        self.regs_scorer, self.regs_second, producer = 224, 160, 120
+        if self.pair:
+            # The pair producer also stores every converted unit into the peer (st.async: address,
+            # four words, barrier): 120 registers spill there (ptxas), 136 do not.
+            self.regs_scorer, self.regs_second, producer = PAIR_REGS
         self.q_batch = 16  # Q loads per consumer thread in flight together (64 of its registers)
-        assert WG * (self.regs_scorer + self.regs_second + 120) <= 168 * 3 * WG
-        return self.regs_scorer, 120
+        assert WG * (self.regs_scorer + self.regs_second + producer) <= 168 * 3 * WG
+        return self.regs_scorer, producer
 
     def _p_layout(self):
         atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)
@@ -80,10 +87,12 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         s_fin = smem.allocate_tensor(Float32, cute.make_layout(self.M), byte_alignment=16)
         s_valid, s_ids = self._flags_and_ids(smem)
         res = self._resolve_args(smem, indices, seq_lens, block_table, block_size, num_blocks)
+        bars = self._pair_barriers(smem, wg_idx, wg_tid)
 
         if wg_idx == 2:
             cute.arch.setmaxregister_decrease(self.regs_producer)
-            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res)
+            self.gather.run(q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_chunks, wg_tid, res,
+                            bars)
         elif wg_idx == 0:
             cute.arch.setmaxregister_increase(self.regs_scorer)
             # The consumers stage Q (both warpgroups, all loads of a thread in flight at once)
@@ -92,18 +101,59 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=BAR_Q, number_of_threads=2 * WG)
             self._scorer(q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,
-                         head_tile, split, row, n_chunks, wg_tid)
+                         head_tile, split, row, n_chunks, wg_tid, bars)
         else:
             cute.arch.setmaxregister_decrease(self.regs_second)
             self.gather.stage_q(q, s_q, head_tile, row, WG + wg_tid, 2 * WG, self.q_batch)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=2 * WG)
-            self._second(q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid)
+            self._second(q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars)
+        if cutlass.const_expr(self.pair):
+            # Neither CTA leaves while the other may still store into its tiles or arrive on its barriers.
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+
+    # ---------------------------------------------------------------- pair (two head tiles, one gather)
+    @cute.jit
+    def _pair_barriers(self, smem, wg_idx, wg_tid):
+        """With `pair`: PEER_FULL[b] (this producer's expect_tx arrival + the bytes the peer's
+        producer stores into tile b) and PEER_EMPTY[b] (the peer's 8 consumer warps are done with
+        their tile b), initialised before either CTA of the cluster touches the other. None otherwise."""
+        bars = None
+        if cutlass.const_expr(self.pair):
+            bars = smem.allocate_array(Int64, 2 * self.kv_bufs, byte_alignment=8)
+            if wg_idx == 0 and wg_tid == 0:
+                for b in cutlass.range_constexpr(self.kv_bufs):
+                    cute.arch.mbarrier_init(bars + b, 1)
+                    cute.arch.mbarrier_init(bars + self.kv_bufs + b, 2 * WG // 32)
+            cute.arch.mbarrier_init_fence()
+            cute.arch.cluster_arrive_relaxed()
+            cute.arch.cluster_wait()
+        return bars
+
+    @cute.jit
+    def _tile_full(self, buf, c, bars):
+        """Wait until K/V tile `buf` holds chunk c: this CTA's producer arrived (FULL) and, with
+        `pair`, the peer's half landed (PEER_FULL, phase c // kv_bufs)."""
+        cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+        if cutlass.const_expr(self.pair):
+            cute.arch.mbarrier_wait(bars + buf, (c // self.kv_bufs) % 2)
+
+    @cute.jit
+    def _tile_free(self, buf, bars):
+        """This warpgroup is done with K/V tile `buf`: tell this CTA's producer (EMPTY) and, with
+        `pair`, the peer's producer, which stores its half into this tile (one arrival per warp)."""
+        cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+        if cutlass.const_expr(self.pair):
+            cute.arch.sync_warp()
+            if cute.arch.lane_idx() == 0:
+                cute.arch.mbarrier_arrive(bars + self.kv_bufs + buf, 1 - cute.arch.block_in_cluster_idx()[0],
+                                          scope=nvvm.MemScopeKind.CLUSTER)
 
     # ---------------------------------------------------------------- warpgroup 0
     @cute.jit
     def _scorer(self, q, k_scale, v_scale, softmax_scale, out, lse, s_q, s_k, s_v, s_p, s_scale, s_fin, s_valid,
-                head_tile, split, row, n_chunks, wg_tid):
+                head_tile, split, row, n_chunks, wg_tid, bars):
         num_heads = q.shape[1]
         scale_log2, vs = self._scales(k_scale, v_scale, softmax_scale)
         mma_qk, mma_pv = self._mmas()
@@ -127,7 +177,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             # QK(c+1) is issued ahead of PV_lo(c): the softmax of chunk c+1 runs while the tensor
             # cores still work on both halves of PV(c).
             if n_chunks > 0:
-                cute.arch.barrier(barrier_id=BAR_FULL, number_of_threads=3 * WG)
+                self._tile_full(Int32(0), Int32(0), bars)
                 self._issue_qk(s_q, s_k, acc_s, wg_tid, Int32(0))
                 warpgroup.wait_group(0)
                 self._softmax(*sm, Int32(0), Int32(0))
@@ -138,14 +188,14 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             for c in cutlass.range(n_chunks - 1, unroll=1):
                 buf = c % self.kv_bufs
                 nxt = (c + 1) % self.kv_bufs
-                cute.arch.barrier(barrier_id=BAR_FULL + nxt, number_of_threads=3 * WG)
+                self._tile_full(nxt, c + 1, bars)
                 self._issue_qk(s_q, s_k, acc_s, wg_tid, nxt)
                 self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
                 warpgroup.wait_group(1)  # QK(c+1) done; PV_lo(c) may still run
                 self._softmax(*sm, nxt, (c + 1) % 2)
                 warpgroup.wait_group(0)
                 if c + self.kv_bufs < n_chunks:
-                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                    self._tile_free(buf, bars)
                 # P(c+1) goes into the A registers only now: PV_lo(c) read them until the wait. It is
                 # shared from them too: converted twice, ptxas would fold the two conversions and
                 # see the fragment redefined under the running PV (and serialize the wgmma).
@@ -159,7 +209,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             for c in cutlass.range(n_chunks, unroll=1):
                 buf = c % self.kv_bufs
                 pb = c % 2
-                cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+                self._tile_full(buf, c, bars)
                 self._issue_qk(s_q, s_k, acc_s, wg_tid, buf)
                 warpgroup.wait_group(0)
                 self._softmax(*sm, buf, pb)
@@ -169,7 +219,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
                 self._issue_pv(s_v_lo, acc_o, wg_tid, t_or_p, buf)
                 warpgroup.wait_group(0)
                 if c + self.kv_bufs < n_chunks:
-                    cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                    self._tile_free(buf, bars)
 
         # Epilogue: the rows' output factors (for both halves) and LSE, then this half of O.
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
@@ -205,7 +255,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
 
     # ---------------------------------------------------------------- warpgroup 1
     @cute.jit
-    def _second(self, q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid):
+    def _second(self, q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars):
         num_heads = q.shape[1]
         mma_pv = self._mma_pv(warpgroup.OperandSource.SMEM)
         thr_pv = mma_pv.get_slice(wg_tid)
@@ -217,7 +267,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         for c in cutlass.range(n_chunks, unroll=1):
             buf = c % self.kv_bufs
             pb = c % 2
-            cute.arch.barrier(barrier_id=BAR_FULL + buf, number_of_threads=3 * WG)
+            self._tile_full(buf, c, bars)
             cute.arch.barrier(barrier_id=BAR_P_FULL + pb, number_of_threads=2 * WG)
             for rh in cutlass.range_constexpr(2):
                 scale_o[rh] = s_scale[t_co[2 * rh][0], pb]
@@ -234,7 +284,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             if c + 2 < n_chunks:
                 cute.arch.barrier_arrive(barrier_id=BAR_P_EMPTY + pb, number_of_threads=2 * WG)
             if c + self.kv_bufs < n_chunks:
-                cute.arch.barrier_arrive(barrier_id=BAR_EMPTY + buf, number_of_threads=3 * WG)
+                self._tile_free(buf, bars)
         cute.arch.barrier(barrier_id=BAR_FIN, number_of_threads=2 * WG)
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         for rh in cutlass.range_constexpr(2):
