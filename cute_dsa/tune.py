@@ -53,6 +53,8 @@ HEADS_M_LOADS = [(32, 2, kv, "ld_global", "split", ov) for kv in (2, 3) for ov i
 HEADS_M_LOADS += [(n, st, kv, "ld_global", "one", ov) for n, kv in ((48, 3), (64, 2)) for st in (3, 4) for ov in (False, True)]
 HEADS_M_LOADS += [(32, 2, kv, "ld_global", "one", ov) for kv in (2, 3) for ov in (False, True)]
 HEADS_M_LOADS += [(32, st, 2, "cp_async", "one", ov) for st in (2, 4) for ov in (False, True)]
+# Two head tiles sharing the gather (pair): 64-token tiles, 2 or 3 register sets.
+HEADS_M_PAIRS = [(st, ov) for st in (2, 3) for ov in (False, True)]
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -63,6 +65,8 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
                   for n, st, kv, ov, qr, w in itertools.product(CHUNKS, STAGES, KV_BUFFERS, OVERLAP, Q_IN_REGS, ID_WINDOWS)]
     candidates += [DecodeKernelConfig(chunk_tokens=n, stages=st, kv_buffers=kv, gather=g, scores=sc, overlap=ov, id_window=w)
                    for (n, st, kv, g, sc, ov), w in itertools.product(HEADS_M_LOADS, ID_WINDOWS)]
+    candidates += [DecodeKernelConfig(chunk_tokens=64, stages=st, gather="ld_global", scores="one", overlap=ov, pair=True)
+                   for st, ov in HEADS_M_PAIRS]
     tokens_m = [(t, cv, w, st) for t, cv, w in itertools.product(TOKENS_M_HEAD_TILES, CONVERTS, ID_WINDOWS)
                 for st in TOKENS_M_STAGES[cv] if not (cv == "registers" and st == 6 and w)]  # 6 slots: w0 only
     for t, cv, w, st in tokens_m:
@@ -81,8 +85,11 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
 
 
 def applies(cfg: DecodeKernelConfig, heads: int) -> bool:
-    """Whether the tuner tries `cfg` for `heads`: heads as M always, tokens as M with the one
-    head tile that holds the heads (a larger one pads, a smaller one re-reads the latent)."""
+    """Whether the tuner tries `cfg` for `heads`: heads as M always (pair: above one head tile),
+    tokens as M with the one head tile that holds the heads (a larger one pads, a smaller one
+    re-reads the latent)."""
+    if cfg.pair:
+        return heads > cfg.head_tile  # two head tiles to share the gather
     return cfg.tiling == "heads_m" or cfg.head_tile == tokens_m_tile(heads)
 
 
