@@ -170,7 +170,7 @@ class DecodeKernelConfig:
     def can_stream_resolve(self) -> bool:
         """The producer can resolve its ids window by window: it has id windows, and shared memory
         for the tables and the bitmap next to everything else."""
-        return self.id_window > 0 and self.smem_bytes() + self.stream_resolve_bytes() <= SMEM_LIMIT
+        return self.id_window > 0 and not self.pair and self.smem_bytes() + self.stream_resolve_bytes() <= SMEM_LIMIT
 
     def smem_bytes(self) -> int:
         q = self.head_tile * 512 * 2

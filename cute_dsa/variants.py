@@ -43,8 +43,8 @@ def decode_variants(configs: Iterable[DecodeKernelConfig], all_flags: bool = Tru
         for split, lse, kdev, vdev, flat in flags:
             out.append(DecodeVariant(cfg, split=split, write_lse=lse, k_scale_on_device=kdev, v_scale_on_device=vdev, flat_cache=flat))
         # Short splits resolve their own ids (the launch's choice at small batch; direct: one
-        # short split, or forced), with LSE.
-        for split, flat in itertools.product([False, True], repeat=2):
+        # short split, or forced), with LSE. A pair never does (each CTA gathers half a tile).
+        for split, flat in itertools.product([False, True], repeat=2) if not cfg.pair else ():
             out.append(DecodeVariant(cfg, split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False,
                                      flat_cache=flat, fused_resolve=True))
     return out

@@ -197,6 +197,27 @@ def test_physical_indices_give_the_logical_bits(heads, splits):
     assert torch.equal(logical[0], physical[0]) and torch.equal(logical[1], physical[1]), "physical ids differ from the logical path"
 
 
+PAIR_CONFIGS = [c for c in config_space()[0] if c.pair]
+
+
+@pytest.mark.parametrize("cfg", PAIR_CONFIGS, ids=lambda c: c.label().replace(" ", "-"))
+@pytest.mark.parametrize("heads", [65, 100, 128])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_pair_gives_the_bits_of_two_head_tiles(cfg, heads, splits):
+    """Two head tiles of a cluster sharing the gather (each CTA converts half of every K/V tile and
+    stores it into both): the very bits of the same config without pair, on logical ids (holes,
+    duplicates, bad blocks, an empty row, a partial last tile) and on physical ids."""
+    inp = make_inputs(3, heads, 2000, hole_frac=0.15, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05, empty_rows=1,
+                      seed=heads + splits + cfg.stages, device="cuda", k_scale=0.9, v_scale=1.1)
+    solo = dataclasses.replace(cfg, pair=False)
+    paired = _run_and_check(inp, num_splits=splits, config=cfg)
+    alone = _run_and_check(inp, num_splits=splits, config=solo, twice=False)
+    assert torch.equal(paired[0], alone[0]) and torch.equal(paired[1], alone[1]), "pair differs from two separate head tiles"
+    phys = dataclasses.replace(inp, indices=physical_ids(inp))
+    paired = _run_and_check(phys, num_splits=splits, config=cfg, physical=True, twice=False)
+    assert torch.equal(paired[0], alone[0]) and torch.equal(paired[1], alone[1]), "pair on physical ids differs"
+
+
 @pytest.mark.parametrize("width", [2176, 9000])
 def test_resolve_indices_then_physical_decode(width):
     """cute_dsa.resolve_indices gives exactly each id's first position's cache row (-1 elsewhere),

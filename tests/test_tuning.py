@@ -5,8 +5,10 @@ every config in the committed tables compiles for sm_90a."""
 import glob
 import os
 import warnings
+from dataclasses import replace
 
 import pytest
+import torch
 
 from cute_dsa import tuning_table as tt
 from cute_dsa.checks import DecodeProblem
@@ -320,3 +322,35 @@ def test_tuned_tokens_as_m_choice_fits_the_heads(isolated):
     assert c.config.head_tile == 8 and c.config.tiling == "tokens_m" and c.splits == 2
     c = choice_for(_problem(rows=64, heads=32), GPU, 132)
     assert c.config.head_tile == 32 and c.config.stages == 3 and c.splits == 2  # same CTA count: one tile
+
+
+def test_pair_config_rules():
+    """pair (two head tiles of a cluster share the gather): only the 64-token register-gather
+    heads-as-M tiles with one scorer and an id window, at most 3 register sets; one head tile
+    drops it; the tuner tries it above 64 heads only; it never resolves its ids in the decode."""
+    from cute_dsa.api import launch_plan
+    from cute_dsa.checks import DecodeProblem
+    from cute_dsa.compile import ensure_arch_for_cpu_compile
+    from cute_dsa.heuristics import fit_to_heads
+    from cute_dsa.tune import applies
+
+    pair = DecodeKernelConfig(chunk_tokens=64, stages=3, gather="ld_global", scores="one", pair=True).validate()
+    assert pair.label() == "n64 st3 kv2 w128 lg s1 p2"
+    for bad, why in [(dict(gather="cp_async", stages=2), "pair=True takes"), (dict(chunk_tokens=48, kv_buffers=3), "pair=True takes"),
+                     (dict(scores="split", stages=2), "pair=True takes"), (dict(id_window=0), "pair=True takes an id window"),
+                     (dict(stages=4), r"stages=4: gather='ld_global' keeps 2..3")]:
+        with pytest.raises(ValueError, match=why):
+            replace(pair, **bad).validate()
+    assert fit_to_heads(pair, 128) == pair and fit_to_heads(pair, 65) == pair
+    assert fit_to_heads(pair, 64) == replace(pair, pair=False, stages=4)
+    assert applies(pair, 65) and applies(pair, 128) and not applies(pair, 64)
+    assert any(c.pair for c in config_space()[0])
+
+    ensure_arch_for_cpu_compile()
+    problem = DecodeProblem(2, 128, 2048, num_blocks=10, block_size=64, token_bytes=528,
+                            k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
+    plan = launch_plan(problem, torch.device("cpu"), pair, 16, True)  # 128-position splits: the solo config resolves them itself
+    assert plan.split_len == 128 and not plan.variant.fused_resolve and plan.resolve is not None
+    assert launch_plan(problem, torch.device("cpu"), replace(pair, pair=False), 16, True).variant.fused_resolve
+    with pytest.raises(ValueError, match=r"fuse_resolve=True: n64 st3 kv2 w128 lg s1 p2 \(pair\) takes the resolve launch"):
+        launch_plan(problem, torch.device("cpu"), pair, 16, True, fuse_resolve=True)
