@@ -135,7 +135,9 @@ class DecodeKernelConfig:
         unrolled over whole sets and tiles, so 3 or 4 sets over 32-token tiles (2 groups) unroll 6
         or 4 groups with constant addressing each, which spills (ptxas, sm_90a): 2 there."""
         if self.pair:
-            return 3  # its st.async stores into the peer take the registers of a fourth set (ptxas spills)
+            # Its st.async stores into the peer take the registers of a fourth set, and with the
+            # overlap (its scorer holds two score tiles) of a third (ptxas spills).
+            return 2 if self.overlap else 3
         return 4 if self.scores == "one" and self.chunk_tokens >= 48 else 2
 
     def gather_tokens(self) -> int:

@@ -54,7 +54,7 @@ HEADS_M_LOADS += [(n, st, kv, "ld_global", "one", ov) for n, kv in ((48, 3), (64
 HEADS_M_LOADS += [(32, 2, kv, "ld_global", "one", ov) for kv in (2, 3) for ov in (False, True)]
 HEADS_M_LOADS += [(32, st, 2, "cp_async", "one", ov) for st in (2, 4) for ov in (False, True)]
 # Two head tiles sharing the gather (pair): 64-token tiles, 2 or 3 register sets.
-HEADS_M_PAIRS = [(st, ov) for st in (2, 3) for ov in (False, True)]
+HEADS_M_PAIRS = [(2, False), (3, False), (2, True)]
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
