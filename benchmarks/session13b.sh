@@ -14,5 +14,5 @@ echo "bench pair st2 ov rc=$?"; grep "^|" "$OUT/pair_ov.log" | cut -d"|" -f2-4,6
 timeout 100 python -m cute_dsa ablate --graph --drops "" --batch 1,8 --heads 8,64 --width 2048 > "$OUT/ablate_small.log" 2>&1
 echo "ablate rc=$?"; grep "^|\|timing" "$OUT/ablate_small.log" | cut -d"|" -f2-11
 sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
-CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml timeout ${BENCH_S:-170} python -m cute_dsa bench --no-torch --heuristic --iters 10 --width 2048 --json "$OUT/grid_borrowed.json" > "$OUT/grid_borrowed.log" 2>&1
+CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml timeout ${BENCH_S:-150} python -m cute_dsa bench --no-torch --heuristic --iters 10 --width 2048 --heads 8,32,128 --batch 1,8,64,256 --json "$OUT/grid_borrowed.json" > "$OUT/grid_borrowed.log" 2>&1
 echo "bench rc=$?"; grep "^|\|geomean" "$OUT/grid_borrowed.log" | cut -d"|" -f2-4,6,12,17,19,20,21
