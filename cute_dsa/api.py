@@ -17,7 +17,7 @@ import torch
 
 from . import compile as kc
 from .checks import check_decode_args, squeeze_kv_head
-from .heuristics import FUSED_RESOLVE_MAX_SPLIT, STREAM_RESOLVE_AUTO, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
+from .heuristics import FUSED_RESOLVE_MAX_SPLIT, SLICE_RESOLVE_AUTO, STREAM_RESOLVE_AUTO, MAX_WIDTH, choose_splits, resolve_table_slots, split_length
 from .kernel_config import STREAM_RESOLVE_TOKENS, DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .workspace import Part, scratch, scratch_parts, workspace_bytes
@@ -88,15 +88,16 @@ def can_stream_resolve(problem, cfg: DecodeKernelConfig) -> bool:
 
 def resolve_mode(problem, cfg: DecodeKernelConfig, seg: int, fuse_resolve) -> str:
     """Who resolves the ids: "launch" (the resolve kernel), "slice" (each decode CTA its split, up
-    front) or "stream" (each decode CTA window by window). `fuse_resolve`: None decides (slices of
-    at most FUSED_RESOLVE_MAX_SPLIT positions, else streamed where possible), False takes the
-    launch, True the decode (slice where the split fits the config's table, else streamed), and
-    "slice"/"stream" force one."""
+    front) or "stream" (each decode CTA window by window). `fuse_resolve`: None decides (splits of
+    at most FUSED_RESOLVE_MAX_SPLIT positions streamed where the config and cache allow, else the
+    launch; see heuristics.SLICE_RESOLVE_AUTO / STREAM_RESOLVE_AUTO), False takes the launch, True
+    the decode (slice where the split fits the config's table, else streamed), and "slice"/"stream"
+    force one."""
     longest = cfg.fused_resolve_max_split()
     stream = can_stream_resolve(problem, cfg)
     if fuse_resolve is None:
         if seg <= FUSED_RESOLVE_MAX_SPLIT:
-            return "slice"
+            return "slice" if SLICE_RESOLVE_AUTO else "stream" if stream else "launch"
         return "stream" if stream and STREAM_RESOLVE_AUTO else "launch"
     if fuse_resolve is False:
         return "launch"

@@ -82,12 +82,17 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
     return -(-per // chunk_tokens) * chunk_tokens
 
 
-# Splits of at most this many positions resolve their own ids in the decode (no resolve launch).
-# H200, graph replay (benchmarks/gpu-tests.md, seventh session): 1-5 µs faster per call with
-# splits of 64-128 positions; with 256-512 the in-decode resolve costs 1-15 µs more than the
-# resolve launch it saves, and one split of all 2048 positions 10-56 µs more at 64-256 rows.
+# Splits of at most this many positions (small batch) resolve their ids in the decode: window by
+# window (stream) where the config and cache allow, else the resolve launch; the up-front slice
+# resolve only when asked for (fuse_resolve="slice" / True). The slice won on the H200 at 12a1f02
+# (seventh session: 1-5 µs faster than the launch with splits of 64-128 positions; 10-56 µs slower
+# with one split of 2048), but at 89f40d1 on an H100 (thirteenth session, `cute-dsa ablate --graph`,
+# W=2048, B 1-8, H 8-128, 13 cells) the slice call is the slowest in every cell, 7-16 µs over the
+# launch (B=1 H=8: slice 24.0, launch 17.1, stream 14.3 µs; B=8 H=64: 50.2, 40.6, 33.2), and the
+# stream the fastest wherever it applies (heads as M and 8-head tokens as M).
 FUSED_RESOLVE_MAX_SPLIT = 128
-# Longer splits could resolve their ids window by window inside the decode (kernels/stream_resolve.py,
+SLICE_RESOLVE_AUTO = False
+# Longer splits could resolve their ids window by window inside the decode too (kernels/stream_resolve.py,
 # fuse_resolve="stream"), but on the H200 that decode runs 1.4x longer than the decode plus the
 # resolve launch it replaces (graph replay, B=128 W=2048: H=8 81.7 vs 63.9 µs, H=64 146.9 vs 110.1;
 # benchmarks/gpu-tests.md, eighth session): the automatic choice keeps the launch.

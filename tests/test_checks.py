@@ -177,12 +177,14 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
     assert plan.splits == 4 and plan.split_len == split_length(2176, 4, cfg.chunk_tokens)
     assert plan.variant.split and plan.variant.flat_cache and plan.variant.config == cfg and plan.combine is not None
     assert launch_plan(problem, torch.device("cpu"), cfg, 4, True) is plan  # cached per shape
-    # Splits of at most 128 positions resolve their own ids (no resolve launch); longer ones up to
-    # the config's longest (2048 here: its shared memory) on demand.
+    # Splits of at most 128 positions resolve their ids in the decode window by window where the
+    # cache allows (not here: max_blocks 0), else with the launch; up front (slice) on demand, up
+    # to the config's longest (2048 here: its shared memory).
     assert cfg.fused_resolve_max_split() == 2048
     assert plan.split_len == 544 and not plan.variant.fused_resolve and plan.resolve is not None
     short = launch_plan(problem, torch.device("cpu"), cfg, 17, True)
-    assert short.split_len == 128 and short.variant.fused_resolve and short.resolve is None
+    assert short.split_len == 128 and not short.variant.fused_resolve and short.resolve is not None
+    assert launch_plan(problem, torch.device("cpu"), cfg, 17, True, fuse_resolve="slice").variant.fused_resolve
     five = launch_plan(problem, torch.device("cpu"), cfg, 5, True)
     assert five.split_len == 448 and not five.variant.fused_resolve and five.resolve is not None
     forced = launch_plan(problem, torch.device("cpu"), cfg, 5, True, fuse_resolve=True)
@@ -206,7 +208,8 @@ def test_launch_plan_and_cache_operand_shared_by_dsa_decode_and_ablate():
         assert not auto.variant.fused_resolve
         streamed = launch_plan(paged, torch.device("cpu"), cfg, splits, True, fuse_resolve="stream")
         assert streamed.variant.stream_resolve and not streamed.variant.fused_resolve and streamed.resolve is None
-    assert launch_plan(paged, torch.device("cpu"), cfg, 17, True).variant.fused_resolve  # 128 positions: up front
+    short = launch_plan(paged, torch.device("cpu"), cfg, 17, True)  # 128 positions: window by window
+    assert short.variant.stream_resolve and not short.variant.fused_resolve and short.resolve is None
     assert launch_plan(paged, torch.device("cpu"), cfg, 17, True, fuse_resolve="stream").variant.stream_resolve
     assert launch_plan(paged, torch.device("cpu"), cfg, 1, True, fuse_resolve=True).variant.stream_resolve
     assert launch_plan(paged, torch.device("cpu"), cfg, 5, True, fuse_resolve="slice").variant.fused_resolve

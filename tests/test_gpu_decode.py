@@ -168,7 +168,7 @@ STREAM_CONFIGS = _tuned_stream_configs()
 
 
 @pytest.mark.parametrize("cfg", STREAM_CONFIGS, ids=lambda c: c.label().replace(" ", "-"))
-@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("splits", [1, 3, 17])  # 17: splits of 128 positions, one id window each (the small-batch choice)
 def test_decode_streaming_its_own_ids(cfg, splits):
     """The decode resolving its ids window by window (kernels/stream_resolve.py), with every tuned
     config it can run: duplicates inside a window, across windows (the second half of a row
@@ -339,7 +339,7 @@ def test_cuda_graph_capture():
 
 WORKSPACE_CASES = [  # (splits, fuse_resolve, physical, return_lse): every set of scratch parts
     (4, False, False, True),   # resolve launch + split partials
-    (17, None, False, True),   # the decode resolves its slices: phys written by the decode
+    (17, "slice", False, True),  # the decode resolves its slices: phys written by the decode
     (3, "stream", False, True),  # streamed: no phys
     (3, None, True, True),     # physical ids: partials only
     (1, False, False, False),  # one split, no lse wanted: phys + the throw-away lse

@@ -351,6 +351,6 @@ def test_pair_config_rules():
                             k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
     plan = launch_plan(problem, torch.device("cpu"), pair, 16, True)  # 128-position splits: the solo config resolves them itself
     assert plan.split_len == 128 and not plan.variant.fused_resolve and plan.resolve is not None
-    assert launch_plan(problem, torch.device("cpu"), replace(pair, pair=False), 16, True).variant.fused_resolve
+    assert launch_plan(problem, torch.device("cpu"), replace(pair, pair=False), 16, True, fuse_resolve="slice").variant.fused_resolve
     with pytest.raises(ValueError, match=r"fuse_resolve=True: n64 st3 kv2 w128 lg s1 p2 \(pair\) takes the resolve launch"):
         launch_plan(problem, torch.device("cpu"), pair, 16, True, fuse_resolve=True)

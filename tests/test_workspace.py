@@ -21,7 +21,7 @@ def _plans():
     cfg, cpu = DecodeKernelConfig(), torch.device("cpu")
     return {
         "launch": launch_plan(problem, cpu, cfg, 4, True, fuse_resolve=False),
-        "slice": launch_plan(problem, cpu, cfg, 17, True),
+        "slice": launch_plan(problem, cpu, cfg, 17, True, fuse_resolve="slice"),
         "stream": launch_plan(problem, cpu, cfg, 5, True, fuse_resolve="stream"),
         "physical": launch_plan(problem, cpu, cfg, 4, True, physical=True),
         "one": launch_plan(problem, cpu, cfg, 1, True),
