@@ -360,9 +360,11 @@ class LatentGather:
                 s_valid[row0 + tok, buf] = s_vring[tok, slot]
 
     @cute.jit
-    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res):
+    def run(self, q, cache, phys, s_q, s_k, s_raw, s_vring, s_valid, s_ids, head_tile, row, start, end, n_tiles, wg_tid, res,
+            bars=None):
         """Fill `n_tiles` K/V tiles with the selection positions [start, start + n_tiles * tile);
-        positions at or past `end` become zero rows marked invalid."""
+        positions at or past `end` become zero rows marked invalid. (`bars`: the pair's barriers;
+        a pair gathers with ld_global, never here.)"""
         copy_atom = cute.make_copy_atom(
             cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Uint8, num_bits_per_copy=128
         )
