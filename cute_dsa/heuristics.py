@@ -87,8 +87,8 @@ def split_length(width: int, splits: int, chunk_tokens: int) -> int:
 # resolve only when asked for (fuse_resolve="slice" / True). The slice won on the H200 at 12a1f02
 # (seventh session: 1-5 µs faster than the launch with splits of 64-128 positions; 10-56 µs slower
 # with one split of 2048), but at 89f40d1 on an H100 (thirteenth session, `cute-dsa ablate --graph`,
-# W=2048, B 1-8, H 8-128, 13 cells) the slice call is the slowest in every cell, 7-16 µs over the
-# launch (B=1 H=8: slice 24.0, launch 17.1, stream 14.3 µs; B=8 H=64: 50.2, 40.6, 33.2), and the
+# W=2048, B 1-8, H 8-128, 13 cells) the slice call is slower than the launch in every cell, by 2-14
+# µs (B=1 H=8: slice 24.0, launch 17.1, stream 14.3 µs; B=8 H=64: 50.2, 40.6, 33.2), and the
 # stream the fastest wherever it applies (heads as M and 8-head tokens as M).
 FUSED_RESOLVE_MAX_SPLIT = 128
 SLICE_RESOLVE_AUTO = False
