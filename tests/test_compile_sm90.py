@@ -90,7 +90,7 @@ def test_every_tuned_and_default_config_has_physical_id_variants():
 
     physical = {v.name: v for v in VARIANTS if v.name.endswith("_phys")}
     # Physical ids need no resolve: a plain decode kind, without the resolve's atomics promised.
-    assert physical and all(v.kind in ("decode", "decode_lg") for v in physical.values())
+    assert physical and all(v.kind in ("decode", "decode_lg", "decode_lg+pair") for v in physical.values())
     defaults = [default_config(SimpleNamespace(num_heads=h, num_rows=r)) for h in (8, 16, 32, 64) for r in (8, 256)]
     for cfg in tuned_configs() + defaults:
         for split in (False, True):
