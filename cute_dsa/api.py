@@ -92,7 +92,12 @@ def resolve_mode(problem, cfg: DecodeKernelConfig, seg: int, fuse_resolve) -> st
     at most FUSED_RESOLVE_MAX_SPLIT positions streamed where the config and cache allow, else the
     launch; see heuristics.SLICE_RESOLVE_AUTO / STREAM_RESOLVE_AUTO), False takes the launch, True
     the decode (slice where the split fits the config's table, else streamed), and "slice"/"stream"
-    force one."""
+    force one. A pair config always takes the launch."""
+    if cfg.pair:
+        # A pair's two CTAs each gather half of every tile: neither resolves ids the other reads.
+        if fuse_resolve not in (None, False):
+            raise ValueError(f"fuse_resolve={fuse_resolve!r}: {cfg.label()} (pair) takes the resolve launch; expected None or False")
+        return "launch"
     longest = cfg.fused_resolve_max_split()
     stream = can_stream_resolve(problem, cfg)
     if fuse_resolve is None:
@@ -135,10 +140,7 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
     splits = -(-problem.width // seg)  # no empty trailing split
     if physical and fuse_resolve not in (None, False):
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: physical_indices=True has nothing to resolve; expected None or False")
-    if cfg.pair and fuse_resolve not in (None, False):
-        raise ValueError(f"fuse_resolve={fuse_resolve!r}: {cfg.label()} (pair) takes the resolve launch; expected None or False")
-    # A pair's two CTAs each gather half of every tile: neither resolves ids the other reads.
-    mode = "physical" if physical else "launch" if cfg.pair else resolve_mode(problem, cfg, seg, fuse_resolve)
+    mode = "physical" if physical else resolve_mode(problem, cfg, seg, fuse_resolve)
     fused = mode != "launch"
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,

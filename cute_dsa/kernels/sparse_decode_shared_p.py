@@ -30,8 +30,6 @@ from cutlass.memory import SmemAllocator
 from .latent_gather import BAR_EMPTY, BAR_FIN, BAR_FULL, BAR_P_EMPTY, BAR_P_FULL, BAR_Q, WG
 from .sparse_decode import DV_PER_WG, SparseDecodeKernel
 
-PAIR_REGS = (224, 160, 120)  # scorer, second consumer, producer with pair
-
 # K-major P tile atoms by the tile's width in tokens (its rows are N FP16 values).
 P_ATOMS = {16: SmemLayoutAtomKind.K_SW32, 32: SmemLayoutAtomKind.K_SW64, 48: SmemLayoutAtomKind.K_SW32, 64: SmemLayoutAtomKind.K_SW128}
 
@@ -44,14 +42,10 @@ class SharedPDecodeKernel(SparseDecodeKernel):
     def _register_plan(self):
         """Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
         holds up to 4 register sets of rows (5 spill). 128 * (224 + 160 + 120) = 64512, the launch's pool."""
-        self.regs_scorer, self.regs_second, producer = 224, 160, 120
-        if self.pair:
-            # The pair producer also stores every converted unit into the peer (st.async: address,
-            # four words, barrier): 120 registers spill there (ptxas), 136 do not.
-            self.regs_scorer, self.regs_second, producer = PAIR_REGS
+        self.regs_scorer, self.regs_second = 224, 160
         self.q_batch = 16  # Q loads per consumer thread in flight together (64 of its registers)
-        assert WG * (self.regs_scorer + self.regs_second + producer) <= 168 * 3 * WG
-        return self.regs_scorer, producer
+        assert WG * (self.regs_scorer + self.regs_second + 120) <= 168 * 3 * WG
+        return self.regs_scorer, 120
 
     def _p_layout(self):
         atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)
