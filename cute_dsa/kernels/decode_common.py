@@ -129,6 +129,13 @@ class DecodeKernelBase:
             out[row, head, dim] = val.to(out.element_type)
 
     @cute.jit
+    def _out_row(self, out, row, split, head):
+        """The 512 output dims of (row, split, head): FP32 partials (split) or the direct output."""
+        if cutlass.const_expr(self.variant.split):
+            return out[row, split, head, None]
+        return out[row, head, None]
+
+    @cute.jit
     def _store_lse(self, lse, row, split, head, val):
         if cutlass.const_expr(self.variant.split):
             lse[row, split, head] = val

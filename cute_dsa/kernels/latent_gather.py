@@ -31,7 +31,7 @@ PIECE = 16  # bytes per cp.async
 BAR_FULL = 1  # + K/V buffer (1..3): the producer filled it
 BAR_EMPTY = 4  # + K/V buffer (4..6): its consumers are done with it
 BAR_XCHG = 7  # heads-as-M: + chunk parity (7, 8), both consumers wrote their partial scores
-BAR_Q = 9  # the producer wrote Q to shared memory (consumers that keep Q in registers load it)
+BAR_Q = 9  # Q is in shared memory (consumers that keep Q in registers load it; the others stage O there)
 BAR_IDS = 10  # producer only: a window of row ids is in shared memory
 BAR_WG = 11  # tokens-as-M: + consumer (11, 12), the warps of one consumer warpgroup
 BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared memory
@@ -39,6 +39,8 @@ BAR_MERGE = 13  # tokens-as-M: both consumers' partial results are in shared mem
 BAR_P_FULL = 7  # + P buffer (7, 8): consumer 0 wrote P and the rescale factors of a chunk
 BAR_P_EMPTY = 11  # + P buffer (11, 12): consumer 1 is done with them
 BAR_FIN = 13  # consumer 0 wrote the rows' output factors
+# Heads as M, both score modes: + consumer (14, 15), the warps of one consumer staging its O half.
+BAR_STAGE = 14
 # Raw hand-over (convert=False; the tokens-as-M kernel uses no FULL/EMPTY/XCHG/Q barriers):
 BAR_RAW_FULL = 1  # + ring slot (1..4): the slot's gather landed
 BAR_RAW_EMPTY = 5  # + ring slot (5..8): its consumer converted it

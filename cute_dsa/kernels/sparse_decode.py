@@ -36,7 +36,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 
 from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase, resolve_args
-from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_XCHG, DIM, WG, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_STAGE, BAR_XCHG, DIM, WG, LatentGather
 from .latent_load import DirectLatentGather
 
 DV_PER_WG = 256  # output dims per consumer warpgroup
@@ -65,7 +65,7 @@ class SparseDecodeKernel(DecodeKernelBase):
         self.gather = (DirectLatentGather if self.ld_global else LatentGather)(
             gather_tokens=cfg.gather_tokens(), tile_tokens=self.N // 2 if cfg.pair else self.N, stages=self.stages, kv_bufs=self.kv_bufs,
             id_window=self.id_window, flat_cache=self.flat_cache, drop=self.drop, q_rows=self.M,
-            handoff_threads=3 * WG, signal_q=self.q_in_regs, regs=self.regs_producer,
+            handoff_threads=3 * WG, signal_q=not self.shared_p, regs=self.regs_producer,
             fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
             stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids, pair=cfg.pair,
         )
@@ -257,13 +257,56 @@ class SparseDecodeKernel(DecodeKernelBase):
                 acc_o[i] = acc_o[i] * scale_o[(i // 2) % 2]
 
     @cute.jit
-    def _store_o(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half):
-        """A consumer's half of O (dims [256 half, +256)), normalised by its rows' factors `inv`."""
-        for i in cutlass.range(cute.size(acc_o), unroll_full=True):
-            coord = t_co[i]
-            head = head_tile * self.M + coord[0]
-            if head < num_heads:
-                self._store_out(out, row, split, head, half * DV_PER_WG + coord[1], acc_o[i] * inv[(i // 2) % 2])
+    def _store_o(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half, s_q, wg_tid):
+        """A consumer's half of O (dims [256 half, +256)), normalised by its rows' factors `inv`,
+        staged through shared memory so that each warp stores whole 512-byte runs of a row with
+        16-byte stores. Straight from the accumulator every store was a scalar touching 8 rows
+        (8 lines per warp instruction: 1024 instructions, ~8K line writes per CTA).
+
+        The stage is this consumer's half of the Q tile: 32 KB, dead once the last QK that reads
+        it has completed (the caller's last wgmma wait; for the shared-P second consumer, BAR_FIN).
+        Rows of 16-byte units, unit u of row r at u ^ (r % 8): the accumulator's pairs (8 rows x
+        4 threads per instruction) and the row reads are both conflict-free. FP32 partials (64 KB
+        per half) go in two passes of 32 rows (the accumulator's upper and lower 8 of each 16)."""
+        dtype = Float32 if cutlass.const_expr(self.variant.split) else out.element_type
+        nbytes = dtype.width // 8
+        vec = 16 // nbytes  # elements per 16-byte unit
+        units = DV_PER_WG // vec  # units per staged row: 32 (bf16) or 64 (fp32)
+        rows = 32768 // (DV_PER_WG * nbytes)  # staged rows per pass: 64 or 32
+        passes = self.M // rows
+        base = cute.recast_ptr(s_q.iterator, None, dtype=dtype) + half * (32768 // nbytes)
+        stage = cute.make_tensor(base, cute.make_layout(rows * DV_PER_WG))
+        pair = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+        bar = BAR_STAGE + half
+        cute.arch.fence_proxy("async.shared", space="cta")  # the stage was last read by wgmma
+        for ps in cutlass.range_constexpr(passes):
+            if cutlass.const_expr(ps > 0):
+                cute.arch.barrier(barrier_id=bar, number_of_threads=WG)  # the last pass's rows are read
+            for i in cutlass.range_constexpr(0, cute.size(acc_o), 2):
+                rh = (i // 2) % 2
+                if cutlass.const_expr(passes == 1 or rh == ps):
+                    r = t_co[i][0]
+                    c = t_co[i][1]
+                    sr = r
+                    if cutlass.const_expr(passes > 1):
+                        sr = (r // 16) * 8 + r % 8
+                    idx = sr * DV_PER_WG + ((c // vec) ^ (sr % 8)) * vec + c % vec
+                    pair[0] = acc_o[i] * inv[rh]
+                    pair[1] = acc_o[i + 1] * inv[rh]
+                    cute.local_tile(stage, (2,), (idx // 2,)).store(pair.load().to(dtype))
+            cute.arch.barrier(barrier_id=bar, number_of_threads=WG)
+            u = wg_tid % units
+            step = WG // units
+            for k in cutlass.range_constexpr(rows // step):
+                sr = wg_tid // units + step * k
+                r = sr
+                if cutlass.const_expr(passes > 1):
+                    r = (sr // 8) * 16 + ps * 8 + sr % 8
+                head = head_tile * self.M + r
+                if head < num_heads:
+                    src = cute.local_tile(stage, (vec,), (sr * units + (u ^ (sr % 8)),))
+                    dst = self._out_row(out, row, split, head)
+                    cute.local_tile(dst, (vec,), (half * units + u,)).store(src.load())
 
     # ---------------------------------------------------------------- consumers
     @cute.jit
@@ -359,7 +402,11 @@ class SparseDecodeKernel(DecodeKernelBase):
             s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
             s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
             inv[rh], lse_val[rh] = self._normaliser(s, row_max[rh], vs)
-        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, wg_idx)
+        if cutlass.const_expr(not self.q_in_regs):
+            # O is staged in the Q tile, which the producer writes: with no chunk (an empty split)
+            # no FULL hand-over has ordered those writes before ours.
+            cute.arch.barrier(barrier_id=BAR_Q, number_of_threads=3 * WG)
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, wg_idx, s_q, wg_tid)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if wg_idx == 0:
                 if wg_tid % 4 == 0:

@@ -101,7 +101,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             self.gather.stage_q(q, s_q, head_tile, row, WG + wg_tid, 2 * WG, self.q_batch)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier_arrive(barrier_id=BAR_Q, number_of_threads=2 * WG)
-            self._second(q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars)
+            self._second(q, out, s_q, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars)
         if cutlass.const_expr(self.pair):
             # Neither CTA leaves while the other may still store into its tiles or arrive on its barriers.
             cute.arch.cluster_arrive()
@@ -226,7 +226,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
             if wg_tid % 4 == 0:
                 s_fin[t_cs[2 * rh][0]] = inv[rh]
         cute.arch.barrier_arrive(barrier_id=BAR_FIN, number_of_threads=2 * WG)
-        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 0)
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 0, s_q, wg_tid)
         if cutlass.const_expr(self.variant.write_lse or self.variant.split):
             if wg_tid % 4 == 0:
                 for rh in cutlass.range_constexpr(2):
@@ -249,7 +249,7 @@ class SharedPDecodeKernel(SparseDecodeKernel):
 
     # ---------------------------------------------------------------- warpgroup 1
     @cute.jit
-    def _second(self, q, out, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars):
+    def _second(self, q, out, s_q, s_v, s_p, s_scale, s_fin, head_tile, split, row, n_chunks, wg_tid, bars):
         num_heads = q.shape[1]
         mma_pv = self._mma_pv(warpgroup.OperandSource.SMEM)
         thr_pv = mma_pv.get_slice(wg_tid)
@@ -283,4 +283,4 @@ class SharedPDecodeKernel(SparseDecodeKernel):
         inv = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         for rh in cutlass.range_constexpr(2):
             inv[rh] = s_fin[t_co[2 * rh][0]]
-        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 1)
+        self._store_o(out, acc_o, t_co, inv, head_tile, split, row, num_heads, 1, s_q, wg_tid)
