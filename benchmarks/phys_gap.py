@@ -4,7 +4,8 @@ bits)? Times, CUDA-graph replay with the L2 flushed before each call (cute_dsa.t
 * logical: dsa_decode on the logical ids (resolve launch + decode);
 * phys: dsa_decode(physical_indices=True) on the bench's physical ids (decode alone);
 * phys(resolved): the same on the resolve kernel's output (is the data different?);
-* phys+gap: a ~8 µs kernel between the flush and the decode (is it the flush's dirty lines?);
+* phys+gap: a kernel between the flush and the decode (is it the flush's dirty lines?);
+* phys+warm ids: the ids read into L2 between the flush and the decode (is it their latency?);
 * FlashMLA, and both flushes: the default write flush (fill_) and a read flush (sum).
 """
 
@@ -26,7 +27,7 @@ class ReadFlush:
         self.acc = torch.empty((), dtype=torch.int64, device=dev)
 
     def __call__(self):
-        torch.sum(self.buf, dtype=torch.int64, out=self.acc)  # reads every line: the L2 ends clean
+        torch.sum(self.buf, dim=0, dtype=torch.int64, out=self.acc)  # reads every line: the L2 ends clean
 
 
 def main(shapes):
@@ -38,8 +39,9 @@ def main(shapes):
     except Exception:  # noqa: BLE001
         setup_flashmla = None
     gap_buf = torch.empty(8 << 20, dtype=torch.float32, device=dev)
-    print("| B | H | flush | logical | phys | phys(resolved) | phys+gap | gap alone | FlashMLA | FlashMLA+gap | ids equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    acc = torch.empty((), dtype=torch.int64, device=dev)
+    print("| B | H | flush | logical | phys | phys(resolved) | phys+gap | gap alone | phys+warm ids | warm alone | FlashMLA | FlashMLA+gap | ids equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for b, h in shapes:
         p = make_bench_problem(b, h, 2048, context=32768, page=64, seed=b * 7 + h + 2048)
         inp = p.inputs
@@ -58,7 +60,10 @@ def main(shapes):
                                       physical_indices=physical)
 
         def gap():
-            gap_buf.mul_(1.0001)  # 32 MB read + written: a few µs of HBM, like the resolve launch
+            gap_buf.mul_(1.0001)  # 32 MB read + written: the L2's dirty lines drain meanwhile
+
+        def warm():
+            torch.sum(p.phys.view(-1), dim=0, dtype=torch.int64, out=acc)  # the ids into L2
 
         fm = setup_flashmla(p, SOFTMAX_SCALE) if setup_flashmla is not None else None
         for name, fl in flushes.items():
@@ -68,11 +73,13 @@ def main(shapes):
                 "phys(resolved)": time_graph(call(phys_r, True), fl),
                 "phys+gap": time_graph(lambda: (gap(), call(p.phys, True)()), fl),
                 "gap": time_graph(gap, fl),
+                "warm": time_graph(lambda: (warm(), call(p.phys, True)()), fl),
+                "warm alone": time_graph(warm, fl),
             }
             if fm is not None:
                 t["fm"] = time_graph(fm, fl)
                 t["fm+gap"] = time_graph(lambda: (gap(), fm()), fl)
-            cells = [f"{t.get(k, float('nan')):.1f}" for k in ("logical", "phys", "phys(resolved)", "phys+gap", "gap", "fm", "fm+gap")]
+            cells = [f"{t.get(k, float('nan')):.1f}" for k in ("logical", "phys", "phys(resolved)", "phys+gap", "gap", "warm", "warm alone", "fm", "fm+gap")]
             print(f"| {b} | {h} | {name} | " + " | ".join(cells) + f" | {same} |", flush=True)
         del p, inp
         torch.cuda.empty_cache()
