@@ -19,6 +19,9 @@ Producer and consumers hand the two K/V tiles back and forth with named barriers
 for the score exchange. The latent is read once per (row, head tile), not once per head. Q is
 converted from BF16 to FP16 once per CTA; its entries must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
 
+Each consumer's half of O leaves through its half of the Q tile (dead after the last QK): rows of
+16-byte units swizzled by row, stored to global memory as whole 512-byte runs per warp.
+
 Scale folding: s = (q . k) * softmax_scale * k_scale is computed as exp2 of
 acc * (softmax_scale * k_scale * log2 e); v_scale multiplies the normalised output.
 """
