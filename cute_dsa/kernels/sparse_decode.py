@@ -19,8 +19,8 @@ Producer and consumers hand the two K/V tiles back and forth with named barriers
 for the score exchange. The latent is read once per (row, head tile), not once per head. Q is
 converted from BF16 to FP16 once per CTA; its entries must be inside the FP16 range (|q| < 65504), which absorbed MLA queries are.
 
-Each consumer's half of O leaves through its half of the Q tile (dead after the last QK): rows of
-16-byte units swizzled by row, stored to global memory as whole 512-byte runs per warp.
+Each consumer's half of O leaves through its half of the Q tile (dead after the last QK; `o_stage`),
+stored to global memory as whole 512-byte row runs per warp.
 
 Scale folding: s = (q . k) * softmax_scale * k_scale is computed as exp2 of
 acc * (softmax_scale * k_scale * log2 e); v_scale multiplies the normalised output.
@@ -41,6 +41,7 @@ from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase, resolve_args
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_STAGE, BAR_XCHG, DIM, WG, LatentGather
 from .latent_load import DirectLatentGather
+from .o_stage import STAGE_BYTES, stage_index, stage_shape, stage_unit, staged_row, tile_row
 
 DV_PER_WG = 256  # output dims per consumer warpgroup
 
@@ -262,22 +263,14 @@ class SparseDecodeKernel(DecodeKernelBase):
     @cute.jit
     def _store_o(self, out, acc_o, t_co, inv, head_tile, split, row, num_heads, half, s_q, wg_tid):
         """A consumer's half of O (dims [256 half, +256)), normalised by its rows' factors `inv`,
-        staged through shared memory so that each warp stores whole 512-byte runs of a row with
-        16-byte stores. Straight from the accumulator every store was a scalar touching 8 rows
-        (8 lines per warp instruction: 1024 instructions, ~8K line writes per CTA).
-
-        The stage is this consumer's half of the Q tile: 32 KB, dead once the last QK that reads
-        it has completed (the caller's last wgmma wait; for the shared-P second consumer, BAR_FIN).
-        Rows of 16-byte units, unit u of row r at u ^ (r % 8): the accumulator's pairs (8 rows x
-        4 threads per instruction) and the row reads are both conflict-free. FP32 partials (64 KB
-        per half) go in two passes of 32 rows (the accumulator's upper and lower 8 of each 16)."""
+        staged through its half of the Q tile (`o_stage`: dead once the last QK that reads it has
+        completed, i.e. after the caller's last wgmma wait; for the shared-P second consumer,
+        after BAR_FIN) and stored as whole 512-byte row runs with 16-byte stores. Straight from
+        the accumulator every store was a scalar touching 8 rows per warp instruction."""
         dtype = Float32 if cutlass.const_expr(self.variant.split) else out.element_type
         nbytes = dtype.width // 8
-        vec = 16 // nbytes  # elements per 16-byte unit
-        units = DV_PER_WG // vec  # units per staged row: 32 (bf16) or 64 (fp32)
-        rows = 32768 // (DV_PER_WG * nbytes)  # staged rows per pass: 64 or 32
-        passes = self.M // rows
-        base = cute.recast_ptr(s_q.iterator, None, dtype=dtype) + half * (32768 // nbytes)
+        vec, units, rows, passes = stage_shape(nbytes, self.M)
+        base = cute.recast_ptr(s_q.iterator, None, dtype=dtype) + half * (STAGE_BYTES // nbytes)
         stage = cute.make_tensor(base, cute.make_layout(rows * DV_PER_WG))
         pair = cute.make_rmem_tensor(cute.make_layout(2), Float32)
         bar = BAR_STAGE + half
@@ -286,14 +279,9 @@ class SparseDecodeKernel(DecodeKernelBase):
             if cutlass.const_expr(ps > 0):
                 cute.arch.barrier(barrier_id=bar, number_of_threads=WG)  # the last pass's rows are read
             for i in cutlass.range_constexpr(0, cute.size(acc_o), 2):
-                rh = (i // 2) % 2
+                rh = (i // 2) % 2  # elements i, i+1: one row, adjacent columns
                 if cutlass.const_expr(passes == 1 or rh == ps):
-                    r = t_co[i][0]
-                    c = t_co[i][1]
-                    sr = r
-                    if cutlass.const_expr(passes > 1):
-                        sr = (r // 16) * 8 + r % 8
-                    idx = sr * DV_PER_WG + ((c // vec) ^ (sr % 8)) * vec + c % vec
+                    idx = stage_index(staged_row(t_co[i][0], passes), t_co[i][1], vec)
                     pair[0] = acc_o[i] * inv[rh]
                     pair[1] = acc_o[i + 1] * inv[rh]
                     cute.local_tile(stage, (2,), (idx // 2,)).store(pair.load().to(dtype))
@@ -302,12 +290,9 @@ class SparseDecodeKernel(DecodeKernelBase):
             step = WG // units
             for k in cutlass.range_constexpr(rows // step):
                 sr = wg_tid // units + step * k
-                r = sr
-                if cutlass.const_expr(passes > 1):
-                    r = (sr // 8) * 16 + ps * 8 + sr % 8
-                head = head_tile * self.M + r
+                head = head_tile * self.M + tile_row(sr, ps, passes)
                 if head < num_heads:
-                    src = cute.local_tile(stage, (vec,), (sr * units + (u ^ (sr % 8)),))
+                    src = cute.local_tile(stage, (vec,), (stage_unit(sr, u, units),))
                     dst = self._out_row(out, row, split, head)
                     cute.local_tile(dst, (vec,), (half * units + u,)).store(src.load())
 
