@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 STAGE_BYTES = 32768  # a consumer's half of the 64 x 512 FP16 Q tile
-STAGE_COLS = 256  # the consumer's output dims
+STAGE_COLS = 256  # the consumer's output dims: sparse_decode.DV_PER_WG (checked there)
 
 
 class StageShape(NamedTuple):

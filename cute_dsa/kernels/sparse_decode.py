@@ -41,9 +41,10 @@ from ..kernel_config import DecodeVariant
 from .decode_common import DecodeKernelBase, resolve_args
 from .latent_gather import BAR_EMPTY, BAR_FULL, BAR_Q, BAR_STAGE, BAR_XCHG, DIM, WG, LatentGather
 from .latent_load import DirectLatentGather
-from .o_stage import STAGE_BYTES, stage_index, stage_shape, stage_unit, staged_row, tile_row
+from .o_stage import STAGE_BYTES, STAGE_COLS, stage_index, stage_shape, stage_unit, staged_row, tile_row
 
 DV_PER_WG = 256  # output dims per consumer warpgroup
+assert DV_PER_WG == STAGE_COLS  # o_stage lays out one consumer's output dims
 
 
 class SparseDecodeKernel(DecodeKernelBase):
