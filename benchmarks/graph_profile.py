@@ -18,22 +18,18 @@ import torch
 
 from cute_dsa.bench import ours_call
 from cute_dsa.bench_inputs import make_bench_problem
-from cute_dsa.timing import L2Flusher, time_cold, time_graph
+from cute_dsa.timing import L2Flusher, capture_graph, time_cold, time_graph
+
+
+def _is_flush(event) -> bool:
+    return "fill" in event.name.lower()  # L2Flusher's buf.fill_ (FillFunctor)
 
 
 def kernel_times(fn, flush, calls=10):
-    """Median duration per kernel name, and the median gap from each flush's end to the next
-    kernel's start, over one replay of a graph of `calls` x (flush, fn)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=stream):
-            for _ in range(calls):
-                flush()
-                fn()
-    torch.cuda.current_stream().wait_stream(stream)
+    """Median duration per kernel name, the median gap from each flush's end to the next kernel's
+    start, and the median span from one flush's end to the next flush's start (the whole call),
+    over one replay of a graph of `calls` x (flush, fn)."""
+    g = capture_graph(lambda: (flush(), fn()), calls)
     g.replay()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -41,22 +37,18 @@ def kernel_times(fn, flush, calls=10):
         torch.cuda.synchronize()
     evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
                  key=lambda e: e.time_range.start)
-    dur, gaps = defaultdict(list), []
-    for a, b in zip(evs, evs[1:]):
-        if "fill" in a.name.lower() or "FillFunctor" in a.name:
-            gaps.append(b.time_range.start - a.time_range.end)
-    for e in evs:
-        dur[e.name[:60]].append(e.time_range.end - e.time_range.start)
-    per_call = [(n, statistics.median(v), len(v)) for n, v in dur.items()]
-    # whole call: from the end of each flush to the start of the next flush
-    spans, flush_end = [], None
-    for e in evs:
-        is_flush = "fill" in e.name.lower() or "FillFunctor" in e.name
-        if is_flush:
+    dur, gaps, spans, flush_end = defaultdict(list), [], [], None
+    for a, b in zip(evs, evs[1:] + [None]):
+        dur[a.name[:60]].append(a.time_range.end - a.time_range.start)
+        if _is_flush(a):
             if flush_end is not None:
-                spans.append(e.time_range.start - flush_end)
-            flush_end = e.time_range.end
-    return per_call, (statistics.median(gaps) if gaps else None), (statistics.median(spans) if spans else None)
+                spans.append(a.time_range.start - flush_end)
+            flush_end = a.time_range.end
+            if b is not None:
+                gaps.append(b.time_range.start - a.time_range.end)
+    per_call = [(n, statistics.median(v), len(v)) for n, v in dur.items()]
+    median = lambda v: statistics.median(v) if v else None
+    return per_call, median(gaps), median(spans)
 
 
 def main():
@@ -88,10 +80,10 @@ def main():
             print(f"{tag}: events {ev:.1f}  graph {gr:.1f}/{gr2:.1f}  graph+spacer {gs:.1f}  profiled span {span}  flush->next gap {gap}")
             for n, d, k in per:
                 print(f"    {d:8.1f} us x{k}  {n}")
-    print("\n| cell | events µs | graph µs (twice) | graph, spacer kernel first | profiled flush-to-flush span µs |")
-    print("|---|---|---|---|---|")
+    print("\n| cell | events µs | graph µs (twice) | graph, spacer kernel first | profiled flush-to-flush span µs | flush-to-next-kernel gap µs |")
+    print("|---|---|---|---|---|---|")
     for tag, ev, gr, gr2, gs, span, gap in rows:
-        print(f"| {tag} | {ev:.1f} | {gr:.1f} / {gr2:.1f} | {gs:.1f} | {span} |")
+        print(f"| {tag} | {ev:.1f} | {gr:.1f} / {gr2:.1f} | {gs:.1f} | {span} | {gap} |")
 
 
 if __name__ == "__main__":

@@ -40,22 +40,26 @@ def time_cold(fn: Callable[[], object], flush: L2Flusher, iters: int = 30, warmu
     return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
 
 
-def time_graph(fn: Callable[[], object], flush: L2Flusher, calls: int = 10, replays: int = 15) -> float:
-    """Median µs per call of a CUDA graph holding `calls` x (flush, fn), minus the same graph of
-    flushes alone: the launch gaps of the Python path disappear, the L2 stays cold."""
+def capture_graph(body: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of `calls` x body(), captured on a side stream after one eager body() there
+    (compiles and warms outside the capture)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        fn()  # compile / warm outside the capture
-        both, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(both, stream=stream):
+        body()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
             for _ in range(calls):
-                flush()
-                fn()
-        with torch.cuda.graph(flushes, stream=stream):
-            for _ in range(calls):
-                flush()
+                body()
     torch.cuda.current_stream().wait_stream(stream)
+    return g
+
+
+def time_graph(fn: Callable[[], object], flush: L2Flusher, calls: int = 10, replays: int = 15) -> float:
+    """Median µs per call of a CUDA graph holding `calls` x (flush, fn), minus the same graph of
+    flushes alone: the launch gaps of the Python path disappear, the L2 stays cold."""
+    both = capture_graph(lambda: (flush(), fn()), calls)
+    flushes = capture_graph(flush, calls)
 
     def replay_us(g: torch.cuda.CUDAGraph) -> float:
         g.replay()
