@@ -3,12 +3,14 @@
 # a file of node ids; none if empty), then the issue-3 grid at each width of WIDTHS with the
 # physical-ids columns (BENCH_ARGS narrows it), then optionally the graph-vs-events profile of
 # PROFILE_CELLS and (ABLATE=1) the small-batch ablation. Every grid cell is checked against the oracle first.
+# TREE: run all of it in that copy of the repo (an untracked export of another branch) instead.
 set -o pipefail
 source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
+if [ -n "$TREE" ]; then cd "$TREE" && export PYTHONPATH=$PWD:${PYTHONPATH#*:} || exit 1; fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 echo "commit ${CUTE_DSA_COMMIT:-?}"
-python -c "import torch; print(torch.cuda.get_device_name())"
+python -c "import torch, cute_dsa; print(torch.cuda.get_device_name(), cute_dsa.__file__)"
 if [ -n "$TESTS" ]; then
   run_gpu_tests pytest "${TEST_S:-300}" tests/test_gpu_decode.py -k "$TESTS" || exit 1
 fi
