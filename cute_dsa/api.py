@@ -21,7 +21,7 @@ from .heuristics import FUSED_RESOLVE_MAX_SPLIT, SLICE_RESOLVE_AUTO, STREAM_RESO
 from .kernel_config import STREAM_RESOLVE_TOKENS, DecodeKernelConfig, DecodeVariant
 from .model_config import KV_LORA_RANK
 from .workspace import Part, scratch, scratch_parts, workspace_bytes
-from .config_select import device_info, select_launch
+from .config_select import device_info, select_for_gpu
 
 Scale = Union[float, torch.Tensor]
 
@@ -120,19 +120,27 @@ def resolve_mode(problem, cfg: DecodeKernelConfig, seg: int, fuse_resolve) -> st
     return "slice"
 
 
-def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve=None,
-                physical: bool = False) -> LaunchPlan:
-    """`fuse_resolve`: see `resolve_mode`. `physical`: the ids are cache rows already (no resolve)."""
-    key = (problem, device.index, config, num_splits, write_lse, fuse_resolve, physical)
-    plan = _plans.get(key)
-    if plan is not None:
-        return plan
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What a call launches, decided from the shape and the GPU alone (no device needed: `cute-dsa
+    precompile` builds the kernels of a GPU's specs on a machine without one)."""
+
+    splits: int
+    split_len: int  # selection positions per split, whole chunks
+    variant: DecodeVariant
+    resolve_slots: Optional[int]  # hash-table slots of the resolve launch; None: no resolve launch
+
+
+def launch_spec(problem, gpu: Optional[Tuple[str, int]], config, num_splits, write_lse: bool, fuse_resolve=None,
+                physical: bool = False) -> LaunchSpec:
+    """`gpu`: (name, SM count), read only when `config` or `num_splits` is None. `fuse_resolve`: see
+    `resolve_mode`. `physical`: the ids are cache rows already (no resolve)."""
     if config is None:
-        choice = select_launch(problem, device)
+        choice = select_for_gpu(problem, gpu)
         cfg, auto_splits = choice.config, choice.splits
     else:
         cfg = config.validate()
-        auto_splits = choose_splits(problem, cfg, device_info(device)[1]) if num_splits is None else 0
+        auto_splits = choose_splits(problem, cfg, gpu[1]) if num_splits is None else 0
     splits = num_splits if num_splits is not None else auto_splits  # an int: dsa_decode checked its type
     if not 1 <= splits <= cfg.max_splits:
         raise ValueError(f"num_splits={num_splits!r}: expected an int in [1, {cfg.max_splits}]")
@@ -141,19 +149,35 @@ def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bo
     if physical and fuse_resolve not in (None, False):
         raise ValueError(f"fuse_resolve={fuse_resolve!r}: physical_indices=True has nothing to resolve; expected None or False")
     mode = "physical" if physical else resolve_mode(problem, cfg, seg, fuse_resolve)
-    fused = mode != "launch"
     variant = DecodeVariant(
         config=cfg, split=splits > 1, write_lse=write_lse,
         k_scale_on_device=problem.k_scale_on_device, v_scale_on_device=problem.v_scale_on_device,
         flat_cache=problem.flat_cache, fused_resolve=mode == "slice", stream_resolve=mode == "stream",
         physical_ids=physical,
     )
+    return LaunchSpec(splits, seg, variant, resolve_table_slots(problem.width) if mode == "launch" else None)
+
+
+def spec_kernels(spec: LaunchSpec) -> Tuple[Optional[Callable], Callable, Optional[Callable]]:
+    """The compiled (resolve, decode, combine) of a spec; None where it launches none."""
+    resolve = None if spec.resolve_slots is None else kc.resolve_kernel(spec.resolve_slots)
+    combine = kc.combine_kernel(spec.variant.write_lse, spec.splits) if spec.splits > 1 else None
+    return resolve, kc.decode_kernel(spec.variant), combine
+
+
+def launch_plan(problem, device: torch.device, config, num_splits, write_lse: bool, fuse_resolve=None,
+                physical: bool = False) -> LaunchPlan:
+    """`fuse_resolve`: see `resolve_mode`. `physical`: the ids are cache rows already (no resolve)."""
+    key = (problem, device.index, config, num_splits, write_lse, fuse_resolve, physical)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    gpu = device_info(device) if config is None or num_splits is None else None
+    spec = launch_spec(problem, gpu, config, num_splits, write_lse, fuse_resolve, physical)
+    resolve, decode, combine = spec_kernels(spec)
     plan = _plans[key] = LaunchPlan(
-        splits=splits, split_len=seg, variant=variant,
-        resolve=None if fused else kc.resolve_kernel(resolve_table_slots(problem.width)),
-        decode=kc.decode_kernel(variant),
-        combine=kc.combine_kernel(write_lse, splits) if splits > 1 else None,
-        scratch=scratch_parts(variant, splits, problem.num_rows, problem.num_heads, problem.width),
+        splits=spec.splits, split_len=spec.split_len, variant=spec.variant, resolve=resolve, decode=decode,
+        combine=combine, scratch=scratch_parts(spec.variant, spec.splits, problem.num_rows, problem.num_heads, problem.width),
     )
     return plan
 

@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from . import kernel_cache
 from .bench_inputs import BenchProblem, make_bench_problem
 from .grid_args import add_grid_args, int_list
 from .kernel_config import DecodeKernelConfig
@@ -243,6 +244,9 @@ def run(args) -> int:
     summarize("FlashMLA/ours on physical ids", [r.ratio_phys for r in rows if r.ratio_phys])
     summarize("FlashMLA/ours on physical ids (graph replay)", [r.ratio_phys_graph for r in rows if r.ratio_phys_graph])
     summarize("heuristic/tuned (graph replay)", [r.heuristic_graph_us / r.ours_graph_us for r in rows if r.heuristic_graph_us])
+    if kernel_cache.cache_dir() is not None:
+        s = kernel_cache.stats
+        print(f"kernel cache {kernel_cache.cache_dir()}: {s['loaded']} kernels loaded, {s['built']} compiled")
     return 0
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .checks import DecodeProblem
 from .model_config import KV_LORA_RANK
 from .testing import DecodeInputs
 
@@ -23,6 +24,22 @@ class BenchProblem:
     inputs: DecodeInputs  # kv_cache is [num_blocks, page, 528] float8_e4m3fn
     phys: torch.Tensor  # [rows, width] int32 physical token ids (-1 holes), FlashMLA's indices
     valid_tokens: int  # selected tokens over all rows (for bytes and FLOPs)
+
+
+def bench_geometry(batch: int, context: int, page: int):
+    """(max_blocks, num_blocks) of the benchmark cache: every row owns a whole context of pages."""
+    max_blocks = -(-context // page)
+    return max_blocks, batch * max_blocks
+
+
+def bench_decode_problem(batch: int, heads: int, width: int, *, context: int = 32768, page: int = 64) -> DecodeProblem:
+    """What `check_decode_args` reads off a `make_bench_problem` call (no tensors: for precompiling)."""
+    max_blocks, num_blocks = bench_geometry(batch, context, page)
+    return DecodeProblem(
+        num_rows=batch, num_heads=heads, width=width, num_blocks=num_blocks, block_size=page,
+        token_bytes=FLASHMLA_TOKEN_BYTES, k_scale_on_device=False, v_scale_on_device=False, flat_cache=True,
+        max_blocks=max_blocks,
+    )
 
 
 def make_bench_problem(
@@ -37,8 +54,7 @@ def make_bench_problem(
     device: str = "cuda",
 ) -> BenchProblem:
     g = torch.Generator(device=device).manual_seed(seed)
-    max_blocks = -(-context // page)
-    num_blocks = batch * max_blocks
+    max_blocks, num_blocks = bench_geometry(batch, context, page)
     block_table = torch.randperm(num_blocks, generator=g, device=device).view(batch, max_blocks).to(torch.int32)
     seq_lens = torch.full((batch,), context, dtype=torch.int32, device=device)
 

@@ -1,4 +1,4 @@
-"""`python -m cute_dsa` / `cute-dsa`: demo, compile, bench, tune."""
+"""`python -m cute_dsa` / `cute-dsa`: demo, compile, bench, ablate, tune, precompile."""
 
 from __future__ import annotations
 
@@ -97,11 +97,13 @@ def main(argv=None) -> int:
     c.set_defaults(fn=cmd_compile)
     from .ablation import add_parser as add_ablate
     from .bench import add_parser as add_bench
+    from .precompile import add_parser as add_precompile
     from .tune import add_parser as add_tune
 
     add_bench(sub)
     add_ablate(sub)
     add_tune(sub)
+    add_precompile(sub)
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that re-launch themselves
     return args.fn(args)

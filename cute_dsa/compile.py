@@ -14,6 +14,7 @@ import tempfile
 import threading
 from typing import Callable, Dict, Hashable, Optional, Tuple
 
+from .kernel_cache import load_or_build
 from .kernel_config import DecodeVariant
 
 _lock = threading.Lock()
@@ -134,13 +135,14 @@ def build_combine(write_lse: bool, prefetch: int, dump=None):
 
 
 def get(key: Hashable, build: Callable[[], Callable]) -> Callable:
-    """The compiled function for `key`, compiling it once per process."""
+    """The compiled function for `key`, compiling it once per process (or loading it from the
+    persistent kernel cache, when CUTE_DSA_KERNEL_CACHE names one)."""
     fn = _cache.get(key)
     if fn is None:
         with _lock:
             fn = _cache.get(key)
             if fn is None:
-                fn = build()
+                fn = load_or_build(key, build)
                 _cache[key] = fn
     return fn
 

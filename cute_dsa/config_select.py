@@ -70,10 +70,14 @@ def device_info(device: torch.device) -> Tuple[str, int]:
     return info
 
 
-def select_launch(problem: DecodeProblem, device: torch.device) -> LaunchChoice:
-    info = device_info(device)
-    key = (info[0], problem)
+def select_for_gpu(problem: DecodeProblem, gpu: Tuple[str, int]) -> LaunchChoice:
+    """The choice for a GPU given as (name, SM count), cached."""
+    key = (gpu[0], problem)
     choice = _choices.get(key)
     if choice is None:
-        choice = _choices[key] = choice_for(problem, *info)
+        choice = _choices[key] = choice_for(problem, *gpu)
     return choice
+
+
+def select_launch(problem: DecodeProblem, device: torch.device) -> LaunchChoice:
+    return select_for_gpu(problem, device_info(device))
