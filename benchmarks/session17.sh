@@ -21,3 +21,5 @@ timeout ${CHECK_S:-120} python -m cute_dsa bench --no-torch --no-flashmla --iter
 rc=$?; echo "kernel-cache check rc=$rc"; grep "kernel cache\|^|" "$O/kcache_check.log" | cut -d"|" -f2-6,18-19
 if [ $rc -ne 0 ]; then tail -15 "$O/kcache_check.log"; unset CUTE_DSA_KERNEL_CACHE; echo "kernel cache off: compiling"; fi
 OUT=$O bash benchmarks/session15.sh
+# Bring the cache back (entries compiled here included) for the next call's .carry/kcache.txz.
+[ -n "$CUTE_DSA_KERNEL_CACHE" ] && tar cJf "$O/kcache.txz" -C /tmp kcache && ls /tmp/kcache | wc -l | xargs echo "kernel cache entries now:"
