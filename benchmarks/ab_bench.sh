@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A/B device call: GPU tests of the working tree (TESTS, a pytest -k expression; none if empty),
+# then the same bench cells (BENCH_ARGS, each cell oracle-checked; FORCED: also with that --config)
+# on BASE (an untracked export of the base commit, e.g. `git archive HEAD cute_dsa tests tuning
+# pyproject.toml | tar x -C base_tree`) and on the working tree, alternating, on one machine.
+# Kernels come from .carry/kcache.txz where it has them (`cute-dsa precompile` of both trees).
+set -o pipefail
+source .carry/bootstrap.sh
+source benchmarks/gpu_lib.sh
+O=${OUT:-/tmp/out}; mkdir -p "$O"; export OUT=$O
+rm -rf /tmp/kcache && mkdir -p /tmp/kcache && tar xJf .carry/kcache.txz -C /tmp/kcache --strip-components=1
+export CUTE_DSA_KERNEL_CACHE=/tmp/kcache
+GPU=$(python -c "import torch; print(torch.cuda.get_device_name())"); echo "$GPU"
+case "$GPU" in *H200*) ;; *) sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
+  export CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml; echo "H200 tuning table borrowed" ;; esac
+if [ -n "$TESTS" ]; then run_gpu_tests pytest_ab "${TEST_S:-240}" tests/test_gpu_decode.py -k "$TESTS" || exit 1; fi
+bench() {  # bench TREE NAME [--config ...]
+  local tree=$1 name=$2; shift 2
+  (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} timeout ${BENCH_S:-120} python -m cute_dsa bench --no-torch --iters 10 \
+     $BENCH_ARGS "$@" --json "$O/$name.json" > "$O/$name.log" 2>&1)
+  echo "== $name rc=$?"; grep "^|\|geomean\|kernel cache" "$O/$name.log" | cut -d"|" -f2-4,6,12,17,19,20
+}
+for rep in 1 2; do
+  bench "${BASE:-base_tree}" "base_$rep"; bench . "new_$rep"
+  [ -n "$FORCED" ] && { bench "${BASE:-base_tree}" "base_forced_$rep" --config "$FORCED"; bench . "new_forced_$rep" --config "$FORCED"; }
+  [ -n "$ONCE" ] && break
+done
+[ -n "$GRID" ] && case "$GPU" in *H200*) WIDTHS="2048 2176" BENCH_S=${GRID_S:-200} bash benchmarks/session15.sh ;; esac
+tar cJf "$O/kcache.txz" -C /tmp kcache
