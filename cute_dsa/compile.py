@@ -147,6 +147,16 @@ def get(key: Hashable, build: Callable[[], Callable]) -> Callable:
     return fn
 
 
+def kernel_for_key(key: tuple) -> Callable:
+    """The compiled kernel of a key as `get` stores it: ("resolve", slots), ("decode", variant) or
+    ("combine", write_lse, prefetch depth)."""
+    kind, *args = key
+    builders = {"resolve": build_resolve, "decode": build_decode, "combine": build_combine}
+    if kind not in builders:
+        raise ValueError(f"kernel key {key!r}: expected a first element in {sorted(builders)}")
+    return get(key, lambda: builders[kind](*args))
+
+
 def resolve_kernel(table_slots: int) -> Callable:
     return get(("resolve", table_slots), lambda: build_resolve(table_slots))
 

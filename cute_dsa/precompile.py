@@ -4,6 +4,8 @@
 An engine runs it once per release and ships or mounts the directory; a fresh GPU machine then
 loads each kernel instead of compiling it (`CUTE_DSA_KERNEL_CACHE=DIR`). The shapes default to the
 benchmark grid (its cache geometry: 32k-token contexts, page 64, FlashMLA's 528-byte tokens).
+`--keys-from DIR` adds every kernel a run recorded in a cache directory (the GPU tests' explicit
+configs, say), rebuilt for the current sources.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import compile as kc
 from . import kernel_cache
 from .grid_args import add_grid_args, int_list
 
@@ -26,7 +29,7 @@ def run(args) -> int:
 
     gpu = (args.gpu, args.sms if args.sms else GPUS.get(args.gpu, 132))
     specs = {}
-    for w in int_list(args.width, WIDTHS):
+    for w in int_list(args.width, WIDTHS) if args.grid else ():
         for h in int_list(args.heads, HEADS):
             for b in int_list(args.batch, BATCHES):
                 problem = bench_decode_problem(b, h, w, context=args.context, page=args.page)
@@ -39,6 +42,13 @@ def run(args) -> int:
         t = time.time()
         spec_kernels(spec)
         print(f"[{i + 1}/{len(specs)}] {shape:22s} {spec.variant.config.label():32s} x{spec.splits:<3d} {time.time() - t:5.1f} s", flush=True)
+    keys = [k for d in args.keys_from for k in kernel_cache.keys_in(d)]
+    if keys:
+        print(f"{len(keys)} kernels recorded in {', '.join(args.keys_from)}", flush=True)
+    for i, key in enumerate(keys):
+        t = time.time()
+        kc.kernel_for_key(key)
+        print(f"[{i + 1}/{len(keys)}] {kernel_cache.entry_name(key)} {time.time() - t:5.1f} s", flush=True)
     s = kernel_cache.stats
     print(f"done in {time.time() - t0:.0f} s: {s['built']} compiled, {s['loaded']} already cached", flush=True)
     return 0
@@ -55,4 +65,8 @@ def add_parser(sub) -> None:
     p.add_argument("--context", type=int, default=32768)
     p.add_argument("--page", type=int, default=64)
     p.add_argument("--no-physical", dest="physical", action="store_false", help="skip the physical-id kernels")
+    p.add_argument("--keys-from", action="append", default=[], metavar="DIR",
+                   help="also every kernel recorded in that cache directory (its .key files; e.g. one a GPU run "
+                        "brought back), rebuilt for the current sources; repeatable")
+    p.add_argument("--no-grid", dest="grid", action="store_false", help="only the --keys-from kernels")
     p.set_defaults(fn=run)

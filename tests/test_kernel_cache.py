@@ -40,7 +40,9 @@ def test_a_compiled_kernel_is_stored_then_loaded_instead_of_compiled(cache):
     first = kernel_cache.load_or_build(key, lambda: kc.build_combine(True, 4))
     entry = cache / f"{kernel_cache.entry_name(key)}.o"
     assert entry.is_file() and entry.stat().st_size > 0
-    assert [p.name for p in cache.iterdir()] == [entry.name]  # no temporary file left behind
+    # The entry and its key beside it, no temporary file left behind.
+    assert sorted(p.name for p in cache.iterdir()) == sorted([entry.name, entry.with_suffix(".key").name])
+    assert kernel_cache.keys_in(cache) == [key]
     assert kernel_cache.stats == {"loaded": 0, "built": 1}
 
     def must_not_compile():
@@ -99,3 +101,28 @@ def test_launch_spec_needs_no_gpu_and_matches_the_launch_plan():
     plan = launch_plan(problem, torch.device("cpu"), cfg, 4, True)
     forced = launch_spec(problem, None, cfg, 4, True)
     assert (plan.splits, plan.split_len, plan.variant) == (forced.splits, forced.split_len, forced.variant)
+
+
+@pytest.mark.compile
+def test_recorded_keys_rebuild_a_run_s_kernels_into_another_cache(tmp_path, monkeypatch):
+    """What `cute-dsa precompile --keys-from` does: every key a run recorded (here a decode variant,
+    whose repr nests the frozen configs) compiles again into a fresh cache."""
+    from cute_dsa.kernel_config import DecodeKernelConfig, DecodeVariant
+
+    run_dir, fresh = tmp_path / "run", tmp_path / "fresh"
+    variant = DecodeVariant(DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one"), split=True,
+                            write_lse=True, k_scale_on_device=False, v_scale_on_device=False, flat_cache=True)
+    keys = [("decode", variant), ("combine", True, 4)]
+    run_dir.mkdir()
+    for i, key in enumerate(keys):
+        (run_dir / f"k{i}.key").write_text(repr(key) + "\n")
+    (run_dir / "bad.key").write_text("DecodeVariant(no_such_field=1)\n")
+    with pytest.warns(UserWarning, match="ignoring kernel cache key file"):
+        assert kernel_cache.keys_in(run_dir) == keys
+    monkeypatch.setenv(kernel_cache.CACHE_ENV, str(fresh))
+    monkeypatch.setattr(kc, "_cache", {})
+    for key in keys:
+        kc.kernel_for_key(key)
+    assert sorted(p.name for p in fresh.glob("*.o")) == sorted(f"{kernel_cache.entry_name(k)}.o" for k in keys)
+    with pytest.raises(ValueError, match="first element"):
+        kc.kernel_for_key(("nope", 1))
