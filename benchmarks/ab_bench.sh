@@ -3,6 +3,7 @@
 # then the same bench cells (BENCH_ARGS, each cell oracle-checked; FORCED: also with that --config)
 # on BASE (an untracked export of the base commit, e.g. `git archive HEAD cute_dsa tests tuning
 # pyproject.toml | tar x -C base_tree`) and on the working tree, alternating, on one machine.
+# FORCED_BASE: the base's --config where FORCED is new to the working tree (default FORCED).
 # Kernels come from .carry/kcache.txz where it has them (`cute-dsa precompile` of both trees).
 set -o pipefail
 source .carry/bootstrap.sh
@@ -22,7 +23,7 @@ bench() {  # bench TREE NAME [--config ...]
 }
 for rep in 1 2; do
   bench "${BASE:-base_tree}" "base_$rep"; bench . "new_$rep"
-  [ -n "$FORCED" ] && { bench "${BASE:-base_tree}" "base_forced_$rep" --config "$FORCED"; bench . "new_forced_$rep" --config "$FORCED"; }
+  [ -n "$FORCED" ] && { bench "${BASE:-base_tree}" "base_forced_$rep" --config "${FORCED_BASE:-$FORCED}"; bench . "new_forced_$rep" --config "$FORCED"; }
   [ -n "$ONCE" ] && break
 done
 [ -n "$GRID" ] && case "$GPU" in *H200*) WIDTHS="2048 2176" BENCH_S=${GRID_S:-200} bash benchmarks/session15.sh ;; esac
