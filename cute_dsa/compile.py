@@ -158,18 +158,17 @@ def kernel_for_key(key: tuple) -> Callable:
 
 
 def resolve_kernel(table_slots: int) -> Callable:
-    return get(("resolve", table_slots), lambda: build_resolve(table_slots))
+    return kernel_for_key(("resolve", table_slots))
 
 
 def decode_kernel(variant: DecodeVariant) -> Callable:
-    return get(("decode", variant), lambda: build_decode(variant))
+    return kernel_for_key(("decode", variant))
 
 
 def combine_kernel(write_lse: bool, splits: int) -> Callable:
     from .kernels.combine_splits import prefetch_depth
 
-    depth = prefetch_depth(splits)
-    return get(("combine", write_lse, depth), lambda: build_combine(write_lse, depth))
+    return kernel_for_key(("combine", write_lse, prefetch_depth(splits)))
 
 
 def ensure_arch_for_cpu_compile() -> None:

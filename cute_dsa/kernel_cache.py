@@ -7,8 +7,9 @@ the kernel sources, the DSL version and the target arch: any change to one of th
 never a stale kernel. Beside each entry its key (`NAME.key`, the key's repr), so the kernels a run
 needed can be rebuilt for changed sources (`cute-dsa precompile --keys-from DIR`). Entries built
 on a machine without a GPU (`CUTE_DSL_ARCH=sm_90a`, `cute-dsa precompile`) load on a Hopper GPU
-(built with the cu12 DSL libraries, loaded with the cu13 ones: measured on an H100). A miss compiles and writes the entry; an entry that fails to
-load is compiled again and replaced, with a warning.
+(built with the cu12 DSL libraries, loaded with the cu13 ones: measured on an H100). A miss
+compiles and writes the entry; an entry that fails to load is compiled again and replaced, with a
+warning.
 """
 
 from __future__ import annotations

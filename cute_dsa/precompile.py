@@ -16,9 +16,7 @@ import time
 from . import compile as kc
 from . import kernel_cache
 from .grid_args import add_grid_args, int_list
-
-GPUS = {"NVIDIA H200": 132, "NVIDIA H100 80GB HBM3": 132}
-
+from .heuristics import NUM_SMS_H200
 
 def run(args) -> int:
     os.environ[kernel_cache.CACHE_ENV] = args.cache_dir
@@ -27,7 +25,7 @@ def run(args) -> int:
     from .bench import BATCHES, HEADS, WIDTHS
     from .bench_inputs import bench_decode_problem
 
-    gpu = (args.gpu, args.sms if args.sms else GPUS.get(args.gpu, 132))
+    gpu = (args.gpu, args.sms)
     specs = {}
     for w in int_list(args.width, WIDTHS) if args.grid else ():
         for h in int_list(args.heads, HEADS):
@@ -60,7 +58,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("precompile", help="compile the kernels of a shape grid into a kernel cache directory (no GPU needed)")
     p.add_argument("--cache-dir", required=True, help="the directory; use it with CUTE_DSA_KERNEL_CACHE=DIR")
     p.add_argument("--gpu", default="NVIDIA H200", help="the GPU name whose tuning table picks the configs")
-    p.add_argument("--sms", type=int, default=0, help="its SM count (default: known GPUs' count, else 132)")
+    p.add_argument("--sms", type=int, default=NUM_SMS_H200, help=f"its SM count (default {NUM_SMS_H200}: H100 SXM and H200)")
     add_grid_args(p, batch=BATCHES, heads=HEADS, width=WIDTHS)
     p.add_argument("--context", type=int, default=32768)
     p.add_argument("--page", type=int, default=64)
