@@ -9,11 +9,8 @@ set -o pipefail
 source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
 O=${OUT:-/tmp/out}; mkdir -p "$O"; export OUT=$O
-rm -rf /tmp/kcache && mkdir -p /tmp/kcache && tar xJf .carry/kcache.txz -C /tmp/kcache --strip-components=1
-export CUTE_DSA_KERNEL_CACHE=/tmp/kcache
-GPU=$(python -c "import torch; print(torch.cuda.get_device_name())"); echo "$GPU"
-case "$GPU" in *H200*) ;; *) sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
-  export CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml; echo "H200 tuning table borrowed" ;; esac
+use_kernel_cache
+borrow_h200_table
 if [ -n "$TESTS" ]; then run_gpu_tests pytest_ab "${TEST_S:-240}" tests/test_gpu_decode.py -k "$TESTS" || exit 1; fi
 bench() {  # bench TREE NAME [--config ...]
   local tree=$1 name=$2; shift 2

@@ -9,3 +9,16 @@ run_gpu_tests() {
   echo "pytest $name rc=$rc"; tail -1 "$OUT/$name.log"; grep "^FAILED\|^ERROR" "$OUT/$name.log" | head -8
   [ $rc -eq 0 ] && grep -q " passed" "$OUT/$name.log" || { echo "GPU tests $name did not pass: no timing"; return 1; }
 }
+# use_kernel_cache: unpack the carried kernel cache (.carry/kcache.txz, `cute-dsa precompile`) into
+# /tmp/kcache and point CUTE_DSA_KERNEL_CACHE at it.
+use_kernel_cache() {
+  rm -rf /tmp/kcache && mkdir -p /tmp/kcache && tar xJf .carry/kcache.txz -C /tmp/kcache --strip-components=1
+  export CUTE_DSA_KERNEL_CACHE=/tmp/kcache
+}
+# borrow_h200_table: sets GPU; on another GPU, the H200 tuning table renamed for it, so the same
+# (precompiled) kernels run there: comparable with earlier H100 runs.
+borrow_h200_table() {
+  GPU=$(python -c "import torch; print(torch.cuda.get_device_name())"); echo "$GPU"
+  case "$GPU" in *H200*) ;; *) sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
+    export CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml; echo "H200 tuning table borrowed" ;; esac
+}

@@ -6,15 +6,11 @@
 # compiles as before. Then session15.sh with the caller's settings (WIDTHS, PROFILE_CELLS, TESTS...).
 set -o pipefail
 source .carry/bootstrap.sh
+source benchmarks/gpu_lib.sh
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-rm -rf /tmp/kcache && mkdir -p /tmp/kcache && tar xJf .carry/kcache.txz -C /tmp/kcache --strip-components=1
-export CUTE_DSA_KERNEL_CACHE=/tmp/kcache CUTE_DSA_COMMIT=${CUTE_DSA_COMMIT:-HEAD}
-GPU=$(python -c "import torch; print(torch.cuda.get_device_name())"); echo "$GPU"
-case "$GPU" in  # elsewhere the H200's table, so the same (precompiled) kernels run: comparable with earlier H100 grids
-  *H200*) ;;
-  *) sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
-     export CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml; echo "H200 tuning table borrowed" ;;
-esac
+use_kernel_cache
+export CUTE_DSA_COMMIT=${CUTE_DSA_COMMIT:-HEAD}
+borrow_h200_table
 ls "$CUTE_DSA_KERNEL_CACHE" | wc -l | xargs echo "kernel cache entries carried:"
 timeout ${CHECK_S:-120} python -m cute_dsa bench --no-torch --no-flashmla --iters 3 --batch 1,64 --heads 8,64 --width 2048 \
   > "$O/kcache_check.log" 2>&1
