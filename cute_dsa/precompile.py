@@ -22,18 +22,20 @@ def run(args) -> int:
     os.environ[kernel_cache.CACHE_ENV] = args.cache_dir
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     from .api import launch_spec, spec_kernels
-    from .bench import BATCHES, HEADS, WIDTHS
+    from .bench import BATCHES, HEADS, WIDTHS, parse_config
     from .bench_inputs import bench_decode_problem
 
     gpu = (args.gpu, args.sms)
+    configs = [None] + [parse_config(text) for text in args.config]  # None: the tuned choice
     specs = {}
     for w in int_list(args.width, WIDTHS) if args.grid else ():
         for h in int_list(args.heads, HEADS):
             for b in int_list(args.batch, BATCHES):
                 problem = bench_decode_problem(b, h, w, context=args.context, page=args.page)
                 for physical in (False, True) if args.physical else (False,):
-                    spec = launch_spec(problem, gpu, None, None, write_lse=True, physical=physical)
-                    specs.setdefault(spec, f"B={b} H={h} W={w}" + (" phys" if physical else ""))
+                    for cfg in configs:
+                        spec = launch_spec(problem, gpu, cfg, None, write_lse=True, physical=physical)
+                        specs.setdefault(spec, f"B={b} H={h} W={w}" + (" phys" if physical else ""))
     print(f"{len(specs)} launch specs for {gpu[0]} ({gpu[1]} SMs) -> {args.cache_dir}", flush=True)
     t0 = time.time()
     for i, (spec, shape) in enumerate(specs.items()):
@@ -66,5 +68,7 @@ def add_parser(sub) -> None:
     p.add_argument("--keys-from", action="append", default=[], metavar="DIR",
                    help="also every kernel recorded in that cache directory (its .key files; e.g. one a GPU run "
                         "brought back), rebuilt for the current sources; repeatable")
+    p.add_argument("--config", action="append", default=[], metavar="TEXT",
+                   help="also every grid shape with this forced config, as `bench --config TEXT`; repeatable")
     p.add_argument("--no-grid", dest="grid", action="store_false", help="only the --keys-from kernels")
     p.set_defaults(fn=run)

@@ -126,3 +126,25 @@ def test_recorded_keys_rebuild_a_run_s_kernels_into_another_cache(tmp_path, monk
     assert sorted(p.name for p in fresh.glob("*.o")) == sorted(f"{kernel_cache.entry_name(k)}.o" for k in keys)
     with pytest.raises(ValueError, match="first element"):
         kc.kernel_for_key(("nope", 1))
+
+
+def test_precompile_adds_each_forced_config_to_the_tuned_grid(tmp_path, monkeypatch, capsys):
+    """`precompile --config TEXT` builds, per grid shape, the tuned choice and that forced config, as
+    `bench --config TEXT` launches them (here recorded instead of compiled)."""
+    import argparse
+
+    import cute_dsa.api as api
+    from cute_dsa import precompile
+
+    seen = []
+    monkeypatch.setattr(api, "spec_kernels", seen.append)
+    monkeypatch.delenv(kernel_cache.CACHE_ENV, raising=False)
+    parser = argparse.ArgumentParser()
+    precompile.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["precompile", "--cache-dir", str(tmp_path), "--batch", "8", "--heads", "64", "--width", "2048",
+                              "--no-physical", "--config", "chunk_tokens=16,stages=6,scores=split"])
+    assert precompile.run(args) == 0
+    configs = [s.variant.config for s in seen]
+    assert len(seen) == 2 and len(set(configs)) == 2
+    assert any((c.chunk_tokens, c.stages, c.scores) == (16, 6, "split") for c in configs)
+    assert "2 launch specs" in capsys.readouterr().out
