@@ -1,4 +1,4 @@
-"""The diagnosis behind session 12's first device call (benchmarks/session12.sh): is the plain call
+"""The diagnosis behind session 12's first device call (benchmarks/history/session12.sh): is the plain call
 deterministic, does the eager op match it, and does the torch.compile'd op (fullgraph on and off)
 match it or raise? Printed step by step; tests/test_torch_ops.py holds the lasting check."""
 import traceback

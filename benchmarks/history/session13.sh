@@ -12,7 +12,7 @@ timeout 120 python -m pytest tests/test_torch_ops.py -q -p no:cacheprovider --tb
 echo "torch-ops pytest rc=$?"; tail -1 "$OUT/pytest_ops.log"; grep "^FAILED\|^E " "$OUT/pytest_ops.log" | head -8
 GPU=$(python -c "import torch; print(torch.cuda.get_device_name())"); echo "$GPU"
 case "$GPU" in
-  *H200*) SKIP_TESTS=1 BENCH_S=${BENCH_S:-400} bash benchmarks/session_phys.sh ;;
+  *H200*) SKIP_TESTS=1 BENCH_S=${BENCH_S:-400} bash benchmarks/history/session_phys.sh ;;
   *) timeout 120 python -m cute_dsa ablate --graph --drops "" --batch 1,8 --heads 8,64 --width 2048 > "$OUT/ablate_small.log" 2>&1
      echo "ablate rc=$?"; grep "^|\|timing" "$OUT/ablate_small.log" | cut -d"|" -f2-11
      sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
