@@ -18,6 +18,7 @@ from . import kernel_cache
 from .grid_args import add_grid_args, int_list
 from .heuristics import NUM_SMS_H200
 
+
 def run(args) -> int:
     os.environ[kernel_cache.CACHE_ENV] = args.cache_dir
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")

@@ -138,7 +138,9 @@ def test_precompile_adds_each_forced_config_to_the_tuned_grid(tmp_path, monkeypa
 
     seen = []
     monkeypatch.setattr(api, "spec_kernels", seen.append)
+    # run() sets both in os.environ: registered here so they are restored after the test.
     monkeypatch.delenv(kernel_cache.CACHE_ENV, raising=False)
+    monkeypatch.delenv("CUTE_DSL_ARCH", raising=False)
     parser = argparse.ArgumentParser()
     precompile.add_parser(parser.add_subparsers())
     args = parser.parse_args(["precompile", "--cache-dir", str(tmp_path), "--batch", "8", "--heads", "64", "--width", "2048",
