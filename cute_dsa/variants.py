@@ -110,7 +110,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
         decodes += stream_variants(defaults + tuned_configs())
-        decodes += physical_variants(defaults + tuned_configs() + [c for c in config_space()[0] if c.pair])
+        decodes += physical_variants(defaults + tuned_configs() + [c for c in config_space()[0] if c.pair or c.l2_prefetch])
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
@@ -122,9 +122,11 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
 def decode_kind(cfg: DecodeKernelConfig, fused_resolve: bool = False, stream_resolve: bool = False) -> str:
     """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads (and
     with its own resolve, '+resolve': the duplicate filter's shared-memory atomics; streamed,
-    '+stream': those and the token bitmap's; '+pair': the stores into the cluster peer)."""
+    '+stream': those and the token bitmap's; '+pair': the stores into the cluster peer; '+pf': the
+    L2 prefetch of the next id window's rows, which the streamed resolve goes without)."""
     own = "+resolve" if fused_resolve else "+stream" if stream_resolve else ""
-    return ("decode_lg" if cfg.gather == "ld_global" else "decode") + own + ("+pair" if cfg.pair else "")
+    pf = "+pf" if cfg.l2_prefetch and not stream_resolve else ""
+    return ("decode_lg" if cfg.gather == "ld_global" else "decode") + own + ("+pair" if cfg.pair else "") + pf
 
 
 # What each kernel's PTX must contain (the design's promises) and must not.
@@ -138,6 +140,7 @@ REQUIRED = {
     # Two head tiles of a cluster: the peer's half of each tile by st.async, both CTAs' barriers.
     "pair": ["st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32", "mapa.shared::cluster", "barrier.cluster.wait",
              "mbarrier.arrive.release.cluster.shared::cluster"],
+    "pf": ["cp.async.bulk.prefetch.L2.global"],
 }
 FORBIDDEN = ["ld.local", "st.local"]
 

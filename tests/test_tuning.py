@@ -354,3 +354,28 @@ def test_pair_config_rules():
     assert launch_plan(problem, torch.device("cpu"), replace(pair, pair=False), 16, True, fuse_resolve="slice").variant.fused_resolve
     with pytest.raises(ValueError, match=r"fuse_resolve=True: n64 st3 kv2 w128 lg s1 p2 \(pair\) takes the resolve launch"):
         launch_plan(problem, torch.device("cpu"), pair, 16, True, fuse_resolve=True)
+
+
+def test_l2_prefetch_rules_and_tuner_space():
+    """l2_prefetch (the next id window's rows prefetched into L2): only the heads-as-M register
+    gather with an id window; tagged 'pf'; the tuner tries it; its variants promise the prefetch
+    in the PTX except streamed (whose pending registers hold block-table entries)."""
+    from cute_dsa.kernel_config import DecodeVariant
+    from cute_dsa.variants import all_variants, check_ptx, decode_kind
+
+    pf = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one", l2_prefetch=True).validate()
+    assert pf.label() == "n64 st4 kv2 w128 lg s1 pf"
+    for bad in [dict(gather="cp_async", stages=2), dict(id_window=0),
+                dict(tiling="tokens_m", head_tile=16, gather="cp_async", scores="split", stages=2)]:
+        with pytest.raises(ValueError, match="l2_prefetch=True takes"):
+            replace(pf, **bad).validate()
+    space = config_space()[0]
+    assert {(c.stages, c.overlap, c.pair) for c in space if c.l2_prefetch} == {(3, False, False), (4, False, False),
+                                                                              (3, True, False), (4, True, False), (3, False, True)}
+    assert decode_kind(pf) == "decode_lg+pf" and decode_kind(pf, stream_resolve=True) == "decode_lg+stream"
+    assert check_ptx("decode_lg+pf", "wgmma.mma_async ld.global.v4.b32 cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive") == [
+        "missing cp.async.bulk.prefetch.L2.global"]
+    names = [v.name for v in all_variants()]
+    assert any("_pf_" in n and n.endswith("_phys") for n in names)  # physical ids: FlashMLA's contract
+    assert DecodeKernelConfig.from_dict(pf.to_dict()) == pf
+    assert DecodeVariant(pf, True, True, False, False).config.l2_prefetch

@@ -59,7 +59,7 @@ def tokens_m_barriers(raw_slots: int):
 class LatentGather:
     def __init__(self, *, gather_tokens, tile_tokens, stages, kv_bufs, id_window, flat_cache, drop,
                  q_rows, handoff_threads, signal_q, convert=True, fragment_order=False, regs=40, fused_resolve=0,
-                 stages_q=True, stream_resolve=False, physical_ids=False, pair=False):
+                 stages_q=True, stream_resolve=False, physical_ids=False, pair=False, l2_prefetch=False):
         self.N = gather_tokens  # tokens per ring stage
         self.R = tile_tokens // gather_tokens  # ring stages per K/V tile
         self.stages = stages
@@ -114,6 +114,9 @@ class LatentGather:
         self.pair = pair
         self.half = tile_tokens
         assert not (pair and (fused_resolve or stream_resolve or id_window == 0 or not convert))
+        # l2_prefetch (DirectLatentGather): the next id window's rows prefetched into L2. Not with
+        # the streamed resolve, whose pending registers hold block-table entries, not row ids.
+        self.l2_prefetch = l2_prefetch and id_window > 0 and not stream_resolve
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""
