@@ -52,9 +52,9 @@ class DecodeKernelConfig:
     # each gathers and converts half of every K/V tile and stores it into both CTAs' tiles
     # (st.async into the peer), so the 128 heads pay for one gather and conversion, not two.
     pair: bool = False
-    # ld_global producer with an id window: in the middle of each window, each producer thread asks
-    # L2 for the rows of the next window (cp.async.bulk.prefetch.L2, 512 bytes, no registers held),
-    # so its loads, whose rows in flight bound the gather, wait on L2 and not on HBM.
+    # With an id window: in the middle of each window, each producer thread asks L2 for the rows of
+    # the next window (cp.async.bulk.prefetch.L2, 512 bytes, no register held), so its loads or
+    # copies, whose rows in flight bound the gather, wait on L2 and not on HBM.
     l2_prefetch: bool = False
     max_splits: int = 64  # split-KV cap; the launch picks splits <= this
 
@@ -82,8 +82,8 @@ class DecodeKernelConfig:
             raise ValueError(f"{self}: pair=True takes tiling='heads_m', gather='ld_global', scores='one', chunk_tokens=64")
         if self.pair and not self.id_window:
             raise ValueError(f"{self}: pair=True takes an id window (id_window=128 or 256)")
-        if self.l2_prefetch and ((self.tiling, self.gather) != ("heads_m", "ld_global") or not self.id_window):
-            raise ValueError(f"{self}: l2_prefetch=True takes tiling='heads_m', gather='ld_global' and an id window (128 or 256)")
+        if self.l2_prefetch and not self.id_window:
+            raise ValueError(f"{self}: l2_prefetch=True takes an id window (id_window=128 or 256): the rows it prefetches are the next window's")
         if self.scores == "one" and self.q_in_regs:
             raise ValueError(f"{self}: scores='one' takes q_in_regs=False")
         if self.tiling == "heads_m":

@@ -55,8 +55,10 @@ HEADS_M_LOADS += [(32, 2, kv, "ld_global", "one", ov) for kv in (2, 3) for ov in
 HEADS_M_LOADS += [(32, st, 2, "cp_async", "one", ov) for st in (2, 4) for ov in (False, True)]
 # Two head tiles sharing the gather (pair): 64-token tiles, 2 or 3 register sets.
 HEADS_M_PAIRS = [(2, False), (3, False), (2, True)]
-# The 64-token register gather with the next id window's rows prefetched into L2: (sets, overlap, pair).
+# The next id window's rows prefetched into L2: the 64-token register gather (sets, overlap, pair),
+# and tokens as M with each way of converting (converter, ring stages, release_early), id window 128.
 HEADS_M_L2_PREFETCH = [(st, ov, False) for st in (3, 4) for ov in (False, True)] + [(3, False, True)]
+TOKENS_M_L2_PREFETCH = [("producer", 2, False), ("producer", 3, False), ("consumer", 4, False), ("registers", 4, True)]
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 MAX_WAVES = 2  # one decode CTA per SM: beyond two waves a split only adds combine traffic
 
@@ -71,6 +73,8 @@ def config_space() -> Tuple[List[DecodeKernelConfig], List[Tuple[DecodeKernelCon
                    for st, ov in HEADS_M_PAIRS]
     candidates += [DecodeKernelConfig(chunk_tokens=64, stages=st, gather="ld_global", scores="one", overlap=ov, pair=p, l2_prefetch=True)
                    for st, ov, p in HEADS_M_L2_PREFETCH]
+    candidates += [DecodeKernelConfig(tiling="tokens_m", head_tile=t, chunk_tokens=64, stages=st, convert=cv, release_early=re, l2_prefetch=True)
+                   for t in TOKENS_M_HEAD_TILES for cv, st, re in TOKENS_M_L2_PREFETCH if not (re and t > 16)]
     tokens_m = [(t, cv, w, st) for t, cv, w in itertools.product(TOKENS_M_HEAD_TILES, CONVERTS, ID_WINDOWS)
                 for st in TOKENS_M_STAGES[cv] if not (cv == "registers" and st == 6 and w)]  # 6 slots: w0 only
     for t, cv, w, st in tokens_m:

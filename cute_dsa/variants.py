@@ -110,7 +110,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         # The ablation kernels of `cute-dsa ablate` (split, with LSE, default config).
         decodes += [DecodeVariant(default, True, True, False, False, flat_cache=True, drop=d) for d in ("gather", "ids", "convert", "mma")]
         decodes += stream_variants(defaults + tuned_configs())
-        decodes += physical_variants(defaults + tuned_configs() + [c for c in config_space()[0] if c.pair or c.l2_prefetch])
+        decodes += physical_variants(defaults + tuned_configs() + [c for c in config_space()[0] if c.pair or (c.l2_prefetch and c.tiling == "heads_m")])
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:

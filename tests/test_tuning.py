@@ -357,21 +357,26 @@ def test_pair_config_rules():
 
 
 def test_l2_prefetch_rules_and_tuner_space():
-    """l2_prefetch (the next id window's rows prefetched into L2): only the heads-as-M register
-    gather with an id window; tagged 'pf'; the tuner tries it; its variants promise the prefetch
+    """l2_prefetch (the next id window's rows prefetched into L2): any config with an id window;
+    tagged 'pf'; the tuner tries it with both tilings; its variants promise the prefetch
     in the PTX except streamed (whose pending registers hold block-table entries)."""
     from cute_dsa.kernel_config import DecodeVariant
     from cute_dsa.variants import all_variants, check_ptx, decode_kind
 
     pf = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one", l2_prefetch=True).validate()
     assert pf.label() == "n64 st4 kv2 w128 lg s1 pf"
-    for bad in [dict(gather="cp_async", stages=2), dict(id_window=0),
-                dict(tiling="tokens_m", head_tile=16, gather="cp_async", scores="split", stages=2)]:
-        with pytest.raises(ValueError, match="l2_prefetch=True takes"):
-            replace(pf, **bad).validate()
+    with pytest.raises(ValueError, match="l2_prefetch=True takes an id window"):
+        replace(pf, id_window=0).validate()
+    tm = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=3, l2_prefetch=True).validate()
+    assert tm.label() == "t16 st3 w128 pf"
     space = config_space()[0]
-    assert {(c.stages, c.overlap, c.pair) for c in space if c.l2_prefetch} == {(3, False, False), (4, False, False),
-                                                                              (3, True, False), (4, True, False), (3, False, True)}
+    assert {(c.stages, c.overlap, c.pair) for c in space if c.l2_prefetch and c.tiling == "heads_m"} == {
+        (3, False, False), (4, False, False), (3, True, False), (4, True, False), (3, False, True)}
+    assert {(c.head_tile, c.convert, c.stages, c.release_early) for c in space if c.l2_prefetch and c.tiling == "tokens_m"} == {
+        (t, cv, st, re) for t in (8, 16, 32) for cv, st, re in [("producer", 2, False), ("producer", 3, False),
+                                                                ("consumer", 4, False), ("registers", 4, True)]
+        if not (re and t > 16) and not (t == 32 and cv == "consumer")}  # 32 heads with four raw slots: no shared memory left
+    assert all(c.id_window == 128 for c in space if c.l2_prefetch)
     assert decode_kind(pf) == "decode_lg+pf" and decode_kind(pf, stream_resolve=True) == "decode_lg+stream"
     assert check_ptx("decode_lg+pf", "wgmma.mma_async ld.global.v4.b32 cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive") == [
         "missing cp.async.bulk.prefetch.L2.global"]

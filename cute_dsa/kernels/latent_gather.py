@@ -20,6 +20,7 @@ from cutlass import Float16, Float8E4M3FN, Int32, Uint8, Uint32
 from cutlass.cute.nvgpu import cpasync
 
 from .fp8_fragments import logical_dim, unit_swizzle
+from .global_prefetch import prefetch_l2
 from .split_resolve import SplitResolve, scratch_bytes
 from .stream_resolve import StreamResolve
 
@@ -114,7 +115,7 @@ class LatentGather:
         self.pair = pair
         self.half = tile_tokens
         assert not (pair and (fused_resolve or stream_resolve or id_window == 0 or not convert))
-        # l2_prefetch (DirectLatentGather): the next id window's rows prefetched into L2. Not with
+        # l2_prefetch: the next id window's rows prefetched into L2. Not with
         # the streamed resolve, whose pending registers hold block-table entries, not row ids.
         self.l2_prefetch = l2_prefetch and id_window > 0 and not stream_resolve
 
@@ -341,6 +342,20 @@ class LatentGather:
             ids[i] = s_ids[id_base + tok, id_slot] if start + self._pos(c * self.N + tok) < end else Int32(-1)
 
     @cute.jit
+    def _prefetch_next_window(self, pend, cache, row, start, end, g, wg_tid, block_size, total_rows):
+        """Half-way through id window k (gather stage g), the rows of window k+1 into L2: its ids were
+        loaded into `pend` when window k began, so they have landed and reading them stalls
+        nothing, and the prefetch holds no register. Holes, ids outside the cache and positions
+        past the split prefetch nothing."""
+        cpw = self.id_window // self.N
+        if g % cpw == cpw // 2:
+            k1 = g // cpw + 1
+            for j in cutlass.range_constexpr(self.id_window // WG):
+                ph = self._in_cache(pend[j], total_rows)
+                if ph >= 0 and start + self._pos(k1 * self.id_window + wg_tid + WG * j) < end:
+                    prefetch_l2(self._row_bytes(cache, ph, block_size).iterator.toint(), DIM)
+
+    @cute.jit
     def _row_bytes(self, cache, ph, block_size):
         """The cache bytes of physical row `ph`."""
         if cutlass.const_expr(self.flat_cache):
@@ -405,6 +420,8 @@ class LatentGather:
                         cute.arch.barrier(barrier_id=self.bar_raw_empty + stage, number_of_threads=self.handoff_threads)
                 if cutlass.const_expr(not early_ids and win > 0 and self.drop != "gather"):
                     self._stage_ids(ids, pend, phys, s_ids, row, start, end, c, tok0, wg_tid, total_rows)
+                if cutlass.const_expr(self.l2_prefetch and self.drop != "gather"):
+                    self._prefetch_next_window(pend, cache, row, start, end, c, wg_tid, block_size, total_rows)
                 for i in cutlass.range_constexpr(self.row_passes):
                     tok = tok0 + self.rows_per_pass * i
                     ph = ids[i]

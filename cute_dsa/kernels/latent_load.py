@@ -23,8 +23,7 @@ from cutlass import Float16, Int32, Uint32
 
 from .cluster_store import peer_address, st_async_b32, st_async_v4
 from .fp8_fragments import cvt_high, cvt_low
-from .global_prefetch import prefetch_l2
-from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, PIECE, WG, LatentGather
+from .latent_gather import BAR_EMPTY, BAR_FULL, DIM, PIECE, LatentGather
 
 WORDS = PIECE // 4  # 32-bit words per 16-byte piece
 
@@ -65,20 +64,6 @@ class DirectLatentGather(LatentGather):
                 valid[s] = valid[s] | (Int32(ph >= 0) << i)
         if cutlass.const_expr(self.drop != "gather" and self.id_window == 0):
             self._load_ids(ids, phys, row, start + (g + 1) * self.N + tok0, end, total_rows)
-
-    @cute.jit
-    def _prefetch_next_window(self, pend, cache, row, start, end, g, wg_tid, block_size, total_rows):
-        """Half-way through id window k (group g), the rows of window k+1 into L2: its ids were
-        loaded into `pend` when window k began, so they have landed and reading them stalls
-        nothing, and the prefetch holds no register. Holes, ids outside the cache and positions
-        past the split prefetch nothing."""
-        cpw = self.id_window // self.N
-        if g % cpw == cpw // 2:
-            k1 = g // cpw + 1
-            for j in cutlass.range_constexpr(self.id_window // WG):
-                ph = self._in_cache(pend[j], total_rows)
-                if ph >= 0 and start + self._pos(k1 * self.id_window + wg_tid + WG * j) < end:
-                    prefetch_l2(self._row_bytes(cache, ph, block_size).iterator.toint(), DIM)
 
     @cute.jit
     def _store(self, raw, valid, s_k, s_valid, g, s: cutlass.Constexpr, part: cutlass.Constexpr, c16, tok0, bars):
