@@ -8,15 +8,11 @@
 set -o pipefail
 source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
-O=${OUT:-/tmp/out}; mkdir -p "$O"; export OUT=$O
-use_kernel_cache
-borrow_h200_table
+bench_setup
 if [ -n "$TESTS" ]; then run_gpu_tests pytest_ab "${TEST_S:-240}" tests/test_gpu_decode.py -k "$TESTS" || exit 1; fi
-bench() {  # bench TREE NAME [--config ...]
+bench() {  # bench TREE NAME [--config ...]: bench_run in TREE (its package first on PYTHONPATH)
   local tree=$1 name=$2; shift 2
-  (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} timeout ${BENCH_S:-120} python -m cute_dsa bench --no-torch --iters 10 \
-     $BENCH_ARGS "$@" --json "$O/$name.json" > "$O/$name.log" 2>&1)
-  echo "== $name rc=$?"; grep "^|\|geomean\|kernel cache" "$O/$name.log" | cut -d"|" -f2-4,6,12,17,19,20
+  (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} bench_run "$name" "$@")
 }
 for rep in 1 2; do
   bench "${BASE:-base_tree}" "base_$rep"; bench . "new_$rep"
@@ -24,4 +20,4 @@ for rep in 1 2; do
   [ -n "$ONCE" ] && break
 done
 [ -n "$GRID" ] && case "$GPU" in *H200*) WIDTHS="2048 2176" BENCH_S=${GRID_S:-200} bash benchmarks/session15.sh ;; esac
-tar cJf "$O/kcache.txz" -C /tmp kcache
+tar cJf "$OUT/kcache.txz" -C /tmp kcache

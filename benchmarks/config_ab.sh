@@ -8,16 +8,11 @@
 set -o pipefail
 source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
-O=${OUT:-/tmp/out}; mkdir -p "$O"; export OUT=$O
-use_kernel_cache
-borrow_h200_table
+bench_setup
 IFS=';' read -ra cfgs <<< "$CONFIGS"
 for rep in $(seq 1 "${REPS:-2}"); do
   for i in "${!cfgs[@]}"; do
-    name="${TAG:-cfg}${i}_$rep"
-    timeout "${BENCH_S:-120}" python -m cute_dsa bench --no-torch --iters 10 $BENCH_ARGS --config "${cfgs[$i]}" \
-      --json "$O/$name.json" > "$O/$name.log" 2>&1
-    echo "== $name rc=$? ${cfgs[$i]}"; grep "^|\|geomean\|kernel cache" "$O/$name.log" | cut -d"|" -f2-4,6,12,17,19,20
+    bench_run "${TAG:-cfg}${i}_$rep" --config "${cfgs[$i]}"
   done
 done
-tar cJf "$O/kcache.txz" -C /tmp kcache
+tar cJf "$OUT/kcache.txz" -C /tmp kcache

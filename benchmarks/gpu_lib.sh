@@ -22,3 +22,18 @@ borrow_h200_table() {
   case "$GPU" in *H200*) ;; *) sed "s/gpu: NVIDIA H200/gpu: $GPU/" tuning/NVIDIA_H200.yaml > /tmp/borrowed.yaml
     export CUTE_DSA_TUNING_FILE=/tmp/borrowed.yaml; echo "H200 tuning table borrowed" ;; esac
 }
+# bench_setup: the A/B scripts' start: OUT (default /tmp/out) made and exported, the carried kernel
+# cache unpacked, GPU set (and the H200 table borrowed on another GPU).
+bench_setup() {
+  export OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+  use_kernel_cache
+  borrow_h200_table
+}
+# bench_run NAME ARGS...: `cute-dsa bench` of the BENCH_ARGS cells (each checked against the oracle
+# before it is timed) with ARGS, into $OUT/NAME.json and .log, at most BENCH_S seconds (default
+# 120); prints the exit code, ARGS and the table's key columns.
+bench_run() {
+  local name=$1; shift
+  timeout "${BENCH_S:-120}" python -m cute_dsa bench --no-torch --iters 10 $BENCH_ARGS "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+  echo "== $name rc=$? $*"; grep "^|\|geomean\|kernel cache" "$OUT/$name.log" | cut -d"|" -f2-4,6,12,17,19,20
+}
