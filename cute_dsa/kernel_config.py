@@ -257,3 +257,10 @@ class DecodeVariant:
     # reads outside the cache, and the launch is not a programmatic dependent (no resolve kernel
     # precedes it: Q and the ids may come from the kernel just before).
     physical_ids: bool = False
+
+    @property
+    def prefetches_l2(self) -> bool:
+        """Whether the producer prefetches the next id window's rows into L2 (`l2_prefetch`): not
+        with the streamed resolve, whose pending registers hold block-table entries, not row ids.
+        The one place this rule lives: the kernels and the PTX promise (`decode_kind`) read it."""
+        return self.config.l2_prefetch and self.config.id_window > 0 and not self.stream_resolve

@@ -114,18 +114,19 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
     else:
         decodes = decode_variants(list(configs), all_flags=False)
     for dv in decodes:
-        kind = "ablation" if dv.drop else decode_kind(dv.config, dv.fused_resolve, dv.stream_resolve)
+        kind = "ablation" if dv.drop else decode_kind(dv)
         res.append(Variant(decode_variant_name(dv), kind, lambda dump, v=dv: kc.build_decode(v, dump=dump)))
     return res
 
 
-def decode_kind(cfg: DecodeKernelConfig, fused_resolve: bool = False, stream_resolve: bool = False) -> str:
-    """The PTX promises a decode config makes: its rows come by cp.async or by 128-bit loads (and
+def decode_kind(v: DecodeVariant) -> str:
+    """The PTX promises a decode variant makes: its rows come by cp.async or by 128-bit loads (and
     with its own resolve, '+resolve': the duplicate filter's shared-memory atomics; streamed,
     '+stream': those and the token bitmap's; '+pair': the stores into the cluster peer; '+pf': the
-    L2 prefetch of the next id window's rows, which the streamed resolve goes without)."""
-    own = "+resolve" if fused_resolve else "+stream" if stream_resolve else ""
-    pf = "+pf" if cfg.l2_prefetch and not stream_resolve else ""
+    L2 prefetch of the next id window's rows, DecodeVariant.prefetches_l2)."""
+    cfg = v.config
+    own = "+resolve" if v.fused_resolve else "+stream" if v.stream_resolve else ""
+    pf = "+pf" if v.prefetches_l2 else ""
     return ("decode_lg" if cfg.gather == "ld_global" else "decode") + own + ("+pair" if cfg.pair else "") + pf
 
 

@@ -190,7 +190,7 @@ def test_committed_configs_compile_for_sm90a(path, tmp_path):
         for split in (False, True):
             v = DecodeVariant(cfg.validate(), split=split, write_lse=True, k_scale_on_device=False, v_scale_on_device=False)
             build_decode(v, dump=(str(tmp_path), f"c{i}{split}"))
-            assert check_ptx(decode_kind(cfg), open(tmp_path / f"c{i}{split}.ptx").read()) == []
+            assert check_ptx(decode_kind(v), open(tmp_path / f"c{i}{split}.ptx").read()) == []
 
 
 _FAKE_WORKER = """
@@ -377,7 +377,10 @@ def test_l2_prefetch_rules_and_tuner_space():
                                                                 ("consumer", 4, False), ("registers", 4, True)]
         if not (re and t > 16) and not (t == 32 and cv == "consumer")}  # 32 heads with four raw slots: no shared memory left
     assert all(c.id_window == 128 for c in space if c.l2_prefetch)
-    assert decode_kind(pf) == "decode_lg+pf" and decode_kind(pf, stream_resolve=True) == "decode_lg+stream"
+    pf_split = DecodeVariant(pf, True, True, False, False)
+    assert pf_split.prefetches_l2 and decode_kind(pf_split) == "decode_lg+pf"
+    streamed = replace(pf_split, stream_resolve=True)
+    assert not streamed.prefetches_l2 and decode_kind(streamed) == "decode_lg+stream"
     assert check_ptx("decode_lg+pf", "wgmma.mma_async ld.global.v4.b32 cvt.rn.f16x2.e4m3x2 setmaxnreg bar.arrive") == [
         "missing cp.async.bulk.prefetch.L2.global"]
     names = [v.name for v in all_variants()]

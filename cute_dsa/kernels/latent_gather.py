@@ -115,9 +115,9 @@ class LatentGather:
         self.pair = pair
         self.half = tile_tokens
         assert not (pair and (fused_resolve or stream_resolve or id_window == 0 or not convert))
-        # l2_prefetch: the next id window's rows prefetched into L2. Not with
-        # the streamed resolve, whose pending registers hold block-table entries, not row ids.
-        self.l2_prefetch = l2_prefetch and id_window > 0 and not stream_resolve
+        # l2_prefetch: the next id window's rows prefetched into L2 (DecodeVariant.prefetches_l2).
+        self.l2_prefetch = l2_prefetch
+        assert not (l2_prefetch and (id_window == 0 or stream_resolve))
 
     def _scratch_capacity(self) -> int:
         """Bytes of the shared memory the producer's own resolve borrows: the raw ring."""

@@ -73,7 +73,7 @@ class SparseDecodeKernel(DecodeKernelBase):
             handoff_threads=3 * WG, signal_q=not self.shared_p, regs=self.regs_producer,
             fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0, stages_q=not self.shared_p,
             stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids, pair=cfg.pair,
-            l2_prefetch=cfg.l2_prefetch,
+            l2_prefetch=variant.prefetches_l2,
         )
 
     def _register_plan(self):

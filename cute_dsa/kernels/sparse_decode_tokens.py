@@ -81,7 +81,7 @@ class SparseDecodeTokensKernel(DecodeKernelBase):
             id_window=cfg.id_window, flat_cache=variant.flat_cache, drop=self.drop, q_rows=self.H,
             handoff_threads=2 * WG, signal_q=False, convert=cfg.convert == "producer", regs=self.regs_producer,
             fragment_order=self.register_fed, fused_resolve=cfg.fused_resolve_max_split() if variant.fused_resolve else 0,
-            stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids, l2_prefetch=cfg.l2_prefetch,
+            stream_resolve=variant.stream_resolve, physical_ids=variant.physical_ids, l2_prefetch=variant.prefetches_l2,
         )
 
     # ---------------------------------------------------------------- layouts
