@@ -66,11 +66,12 @@ def _compile(kernel, *args, dump: Optional[Tuple[str, str]] = None):
     return fn
 
 
-def build_resolve(table_slots: int, dump=None):
+def build_resolve(table_slots: int, dump=None, num_threads: Optional[int] = None):
+    """num_threads: the CTA size (default RESOLVE_THREADS); other sizes only for experiments."""
     import cutlass
     import cutlass.cute as cute
 
-    from .kernels.resolve_indices import ResolveIndicesKernel
+    from .kernels.resolve_indices import RESOLVE_THREADS, ResolveIndicesKernel
 
     i32 = cutlass.Int32
     rows, width, mb = _sym(), _sym(), _sym()
@@ -78,7 +79,7 @@ def build_resolve(table_slots: int, dump=None):
     seq_lens = _fake(i32, (rows,), (1,), 4)
     block_table = _fake(i32, (rows, mb), (_sym(), 1), 4)
     phys = _fake(i32, (rows, width), (_sym(), 1), 4)
-    kernel = ResolveIndicesKernel(table_slots)
+    kernel = ResolveIndicesKernel(table_slots, num_threads or RESOLVE_THREADS)
     return _compile(kernel, indices, seq_lens, block_table, phys, i32(64), i32(1), _stream(), dump=dump)
 
 

@@ -235,6 +235,17 @@ def test_resolve_indices_then_physical_decode(width):
     assert torch.equal(logical[0], physical[0]) and torch.equal(logical[1], physical[1])
 
 
+@pytest.mark.parametrize("block", [1, 3, 48, 64, 100])
+@pytest.mark.parametrize("width", [2048, 2176, 9000])
+def test_resolve_indices_any_block_size(block, width):
+    """The resolve's page and slot (a multiply-shift division by block_size) are exact for every
+    block size, power of two or not; 133 rows: more CTAs than SMs."""
+    inp = make_inputs(133, 1, width, block_size=block, hole_frac=0.1, dup_frac=0.2, oob_frac=0.05, bad_block_frac=0.05,
+                      empty_rows=2, context=10000, seed=block * 7 + width, device="cuda")
+    resolved = cute_dsa.resolve_indices(inp.kv_cache, inp.block_table, inp.seq_lens, inp.indices)
+    assert torch.equal(resolved, physical_ids(inp))
+
+
 @pytest.mark.parametrize("heads", [16, 64])
 @pytest.mark.parametrize("flat", [True, False])
 def test_physical_indices_outside_the_cache_select_nothing(heads, flat):

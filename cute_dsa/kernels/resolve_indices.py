@@ -1,7 +1,10 @@
 """Resolve a row's selected logical token ids into physical cache rows, once per id.
 
-One CTA per query row. Output `phys[r, j]` is `block * block_size + slot` for the first
-occurrence (lowest position j) of each valid id, and -1 for holes, ids outside [0, seq_len),
+One CTA of 1024 threads per query row: the kernel is latency-bound (each thread's ids, then
+their block-table entries, then the hash probes are dependent steps), so more threads per row
+shorten each thread's chain and give the SM more warps to switch between.
+
+Output `phys[r, j]` is `block * block_size + slot` for the first occurrence (lowest position j) of each valid id, and -1 for holes, ids outside [0, seq_len),
 ids whose page lies past the block table or whose block id is outside [0, num_blocks), and
 later duplicates. The result depends only on the inputs (the representative of a duplicate set
 is its minimum position), so it is bitwise deterministic, and the decode kernel can treat every
@@ -27,16 +30,19 @@ HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the tab
 # Up to this many slots the row's validated ids also fit in shared memory (width <= slots / 2),
 # so the duplicate search never goes back to global memory.
 TOKENS_IN_SMEM_MAX_SLOTS = 16384
-BATCH = 4  # ids per thread whose global loads are issued together
+MAX_BATCH = 4  # ids per thread whose global loads are issued together, at most
+RESOLVE_THREADS = 1024
 
 
 class ResolveIndicesKernel:
-    def __init__(self, table_slots: int, num_threads: int = 512):
+    def __init__(self, table_slots: int, num_threads: int = RESOLVE_THREADS):
         assert table_slots & (table_slots - 1) == 0 and table_slots >= 64
         self.table_slots = table_slots
         self.log2_slots = table_slots.bit_length() - 1
         self.num_threads = num_threads
         self.tokens_in_smem = table_slots <= TOKENS_IN_SMEM_MAX_SLOTS
+        # A table of S slots serves at most S / 2 ids: no thread has more than this many per pass.
+        self.batch = max(1, min(MAX_BATCH, table_slots // 2 // num_threads))
 
     @cute.jit
     def __call__(
@@ -49,7 +55,10 @@ class ResolveIndicesKernel:
         num_blocks: Int32,
         stream,
     ):
-        self.kernel(indices, seq_lens, block_table, phys, block_size, num_blocks).launch(
+        # block_size as a multiply-shift divisor built on the host: a runtime 32-bit division is
+        # a long dependent instruction sequence per id.
+        pages = cute.fast_divmod_create_divisor_v2(block_size)
+        self.kernel(indices, seq_lens, block_table, phys, pages, num_blocks).launch(
             grid=[indices.shape[0], 1, 1], block=[self.num_threads, 1, 1], stream=stream
         )
 
@@ -94,7 +103,7 @@ class ResolveIndicesKernel:
         seq_lens: cute.Tensor,
         block_table: cute.Tensor,
         phys: cute.Tensor,
-        block_size: Int32,
+        pages: cute.FastDivmodDivisorV2,  # token -> (page, slot): division by block_size
         num_blocks: Int32,
     ):
         tidx, _, _ = cute.arch.thread_idx()
@@ -110,7 +119,7 @@ class ResolveIndicesKernel:
         if cutlass.const_expr(self.tokens_in_smem):
             # s_tok[j] = the id at position j if it selects a token, else -1.
             s_tok = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots // 2), byte_alignment=16)
-            self._translate(indices, seq_lens, block_table, phys, block_size, num_blocks, s_tok, row, tidx)
+            self._translate(indices, seq_lens, block_table, phys, pages, num_blocks, s_tok, row, tidx)
             cute.arch.sync_threads()
             for j in cutlass.range(tidx, width, self.num_threads):
                 token = s_tok[j]
@@ -122,39 +131,41 @@ class ResolveIndicesKernel:
                 if token >= 0:
                     self._keep_first(table, s_tok, token, j, phys, row)
         else:
-            self._resolve_global(indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx)
+            self._resolve_global(indices, seq_lens, block_table, phys, pages, num_blocks, table, row, tidx)
 
     @cute.jit
-    def _translate(self, indices, seq_lens, block_table, phys, block_size, num_blocks, s_tok, row, tidx):
-        """phys[row, j] = the physical row of position j (or -1), BATCH positions per thread at a
+    def _translate(self, indices, seq_lens, block_table, phys, pages, num_blocks, s_tok, row, tidx):
+        """phys[row, j] = the physical row of position j (or -1), `batch` positions per thread at a
         time with their loads issued together: ids first, then their block-table entries."""
         width = indices.shape[1]
         seq_len = seq_lens[row]
         max_blocks = block_table.shape[1]
-        step = self.num_threads * BATCH
+        block_size = pages.divisor
+        step = self.num_threads * self.batch
         for base in cutlass.range(0, width, step, unroll=1):
-            tok = cute.make_rmem_tensor(cute.make_layout(BATCH), Int32)
-            blk = cute.make_rmem_tensor(cute.make_layout(BATCH), Int32)
-            for k in cutlass.range_constexpr(BATCH):
+            tok = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+            page = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+            slot = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+            blk = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
+            for k in cutlass.range_constexpr(self.batch):
                 j = base + self.num_threads * k + tidx
                 tok[k] = indices[row, cutlass.min(j, width - 1)]
-            for k in cutlass.range_constexpr(BATCH):
-                page = cutlass.max(tok[k], 0) // block_size
-                blk[k] = block_table[row, cutlass.min(page, max_blocks - 1)]
-            for k in cutlass.range_constexpr(BATCH):
+            for k in cutlass.range_constexpr(self.batch):
+                page[k], slot[k] = divmod(cutlass.max(tok[k], 0), pages)
+                blk[k] = block_table[row, cutlass.min(page[k], max_blocks - 1)]
+            for k in cutlass.range_constexpr(self.batch):
                 j = base + self.num_threads * k + tidx
                 token = tok[k]
-                page = cutlass.max(token, 0) // block_size
                 b = blk[k]
                 res = Int32(EMPTY)
-                if token >= 0 and token < seq_len and page < max_blocks and b >= 0 and b < num_blocks:
-                    res = b * block_size + (token - page * block_size)
+                if token >= 0 and token < seq_len and page[k] < max_blocks and b >= 0 and b < num_blocks:
+                    res = b * block_size + slot[k]
                 if j < width:
                     phys[row, j] = res
                     s_tok[j] = token if res >= 0 else Int32(EMPTY)
 
     @cute.jit
-    def _resolve_global(self, indices, seq_lens, block_table, phys, block_size, num_blocks, table, row, tidx):
+    def _resolve_global(self, indices, seq_lens, block_table, phys, pages, num_blocks, table, row, tidx):
         """Wide selections (more ids than fit in shared memory next to the table): the duplicate
         search compares ids in global memory."""
         cute.arch.sync_threads()
@@ -167,11 +178,11 @@ class ResolveIndicesKernel:
             token = indices[row, j]
             res = Int32(EMPTY)
             if token >= 0 and token < seq_len:
-                page = token // block_size
+                page, slot = divmod(token, pages)
                 if page < max_blocks:
                     blk = block_table[row, page]
                     if blk >= 0 and blk < num_blocks:
-                        res = blk * block_size + (token - page * block_size)
+                        res = blk * pages.divisor + slot
             phys[row, j] = res
             if res >= 0:
                 self._insert(table, ids, token, j)
