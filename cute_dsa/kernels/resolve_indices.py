@@ -10,10 +10,13 @@ later duplicates. The result depends only on the inputs (the representative of a
 is its minimum position), so it is bitwise deterministic, and the decode kernel can treat every
 non-negative entry as one member of the selected set.
 
-Duplicates are found with an open-addressing hash table in shared memory keyed by the id; each
-slot stores the lowest position holding that id (atomicCAS to claim, atomicMin to lower). For
-selections up to 8192 wide the validated ids are kept in shared memory too, so probing compares
-there; the global loads (ids, then their block-table entries) are issued in batches.
+Duplicates are found with an open-addressing hash table in shared memory. Up to 8192 ids (16384
+slots) each slot holds an id (claimed by atomicCAS, which also tells a probe whether the slot is
+its id's) and, beside it, the lowest position holding that id (atomicMin). Each thread owns at most
+8 positions and keeps their ids, rows and slots in registers from the global loads to the one
+store per position: load ids, load their block-table entries, insert, barrier, read the slot's
+lowest position, store. Wider selections keep one position per slot and compare ids in global
+memory.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ EMPTY = -1
 HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
 
 
-# Up to this many slots the row's validated ids also fit in shared memory (width <= slots / 2),
-# so the duplicate search never goes back to global memory.
+# Up to this many slots (8192 ids) the table holds the ids themselves, beside their lowest positions
+# (two words a slot), and each thread's positions stay in its registers.
 TOKENS_IN_SMEM_MAX_SLOTS = 16384
-MAX_BATCH = 4  # ids per thread whose global loads are issued together, at most
 RESOLVE_THREADS = 1024
+NO_POSITION = 0x7FFFFFFF
 
 
 class ResolveIndicesKernel:
@@ -41,8 +44,9 @@ class ResolveIndicesKernel:
         self.log2_slots = table_slots.bit_length() - 1
         self.num_threads = num_threads
         self.tokens_in_smem = table_slots <= TOKENS_IN_SMEM_MAX_SLOTS
-        # A table of S slots serves at most S / 2 ids: no thread has more than this many per pass.
-        self.batch = max(1, min(MAX_BATCH, table_slots // 2 // num_threads))
+        # A table of S slots serves at most S / 2 ids: each thread's share, all in registers.
+        self.per_thread = max(1, table_slots // 2 // num_threads)
+        assert not self.tokens_in_smem or self.per_thread <= 8
 
     @cute.jit
     def __call__(
@@ -112,57 +116,74 @@ class ResolveIndicesKernel:
         # and wait for this grid (griddepcontrol.wait) before reading `phys`.
         cute.arch.griddepcontrol_launch_dependents()
         smem = SmemAllocator()
-        table = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
-        for s in cutlass.range(tidx, self.table_slots, self.num_threads):
-            table[s] = EMPTY
-        width = indices.shape[1]
         if cutlass.const_expr(self.tokens_in_smem):
-            # s_tok[j] = the id at position j if it selects a token, else -1.
-            s_tok = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots // 2), byte_alignment=16)
-            self._translate(indices, seq_lens, block_table, phys, pages, num_blocks, s_tok, row, tidx)
-            cute.arch.sync_threads()
-            for j in cutlass.range(tidx, width, self.num_threads):
-                token = s_tok[j]
-                if token >= 0:
-                    self._insert(table, s_tok, token, j)
-            cute.arch.sync_threads()
-            for j in cutlass.range(tidx, width, self.num_threads):
-                token = s_tok[j]
-                if token >= 0:
-                    self._keep_first(table, s_tok, token, j, phys, row)
+            self._resolve_in_smem(smem, indices, seq_lens, block_table, phys, pages, num_blocks, row, tidx)
         else:
+            table = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
+            for s in cutlass.range(tidx, self.table_slots, self.num_threads):
+                table[s] = EMPTY
             self._resolve_global(indices, seq_lens, block_table, phys, pages, num_blocks, table, row, tidx)
 
     @cute.jit
-    def _translate(self, indices, seq_lens, block_table, phys, pages, num_blocks, s_tok, row, tidx):
-        """phys[row, j] = the physical row of position j (or -1), `batch` positions per thread at a
-        time with their loads issued together: ids first, then their block-table entries."""
+    def _claim(self, keys, first, token: Int32, j: Int32) -> Int32:
+        """`token`'s slot (claimed if it had none), its lowest position lowered to j."""
+        mask = self.table_slots - 1
+        s = self._slot(token)
+        probing = True
+        while probing:
+            old = cute.arch.atomic_cas(keys.iterator + s, cmp=Int32(EMPTY), val=token, scope="cta")
+            if old == EMPTY or old == token:
+                probing = False
+            else:
+                s = (s + 1) & mask
+        cute.arch.atomic_min(first.iterator + s, j, scope="cta")
+        return s
+
+    @cute.jit
+    def _resolve_in_smem(self, smem, indices, seq_lens, block_table, phys, pages, num_blocks, row, tidx):
+        """Position j = k * threads + tid (k < per_thread): its id and block-table entry are loaded
+        together with the thread's others, its id claims a slot, and after one barrier the
+        position keeps its row if it is the slot's lowest position; one store per position."""
+        keys = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
+        first = smem.allocate_tensor(Int32, cute.make_layout(self.table_slots), byte_alignment=16)
+        n = self.per_thread
         width = indices.shape[1]
-        seq_len = seq_lens[row]
         max_blocks = block_table.shape[1]
-        block_size = pages.divisor
-        step = self.num_threads * self.batch
-        for base in cutlass.range(0, width, step, unroll=1):
-            tok = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
-            page = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
-            slot = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
-            blk = cute.make_rmem_tensor(cute.make_layout(self.batch), Int32)
-            for k in cutlass.range_constexpr(self.batch):
-                j = base + self.num_threads * k + tidx
-                tok[k] = indices[row, cutlass.min(j, width - 1)]
-            for k in cutlass.range_constexpr(self.batch):
-                page[k], slot[k] = divmod(cutlass.max(tok[k], 0), pages)
-                blk[k] = block_table[row, cutlass.min(page[k], max_blocks - 1)]
-            for k in cutlass.range_constexpr(self.batch):
-                j = base + self.num_threads * k + tidx
-                token = tok[k]
-                b = blk[k]
-                res = Int32(EMPTY)
-                if token >= 0 and token < seq_len and page[k] < max_blocks and b >= 0 and b < num_blocks:
-                    res = b * block_size + slot[k]
-                if j < width:
-                    phys[row, j] = res
-                    s_tok[j] = token if res >= 0 else Int32(EMPTY)
+        tok = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        page = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        off = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        blk = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        res = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        slot = cute.make_rmem_tensor(cute.make_layout(n), Int32)
+        for k in cutlass.range_constexpr(n):
+            tok[k] = indices[row, cutlass.min(k * self.num_threads + tidx, width - 1)]
+        seq_len = seq_lens[row]
+        # The table is cleared while the ids are in flight.
+        for s in cutlass.range(tidx, self.table_slots, self.num_threads):
+            keys[s] = EMPTY
+            first[s] = NO_POSITION
+        for k in cutlass.range_constexpr(n):
+            page[k], off[k] = divmod(cutlass.max(tok[k], 0), pages)
+            blk[k] = block_table[row, cutlass.min(page[k], max_blocks - 1)]
+        cute.arch.sync_threads()
+        for k in cutlass.range_constexpr(n):
+            j = k * self.num_threads + tidx
+            token = tok[k]
+            b = blk[k]
+            res[k] = Int32(EMPTY)
+            slot[k] = Int32(0)
+            if j < width and token >= 0 and token < seq_len and page[k] < max_blocks and b >= 0 and b < num_blocks:
+                res[k] = b * pages.divisor + off[k]
+                slot[k] = self._claim(keys, first, token, j)
+        cute.arch.sync_threads()
+        for k in cutlass.range_constexpr(n):
+            j = k * self.num_threads + tidx
+            if j < width:
+                kept = Int32(EMPTY)
+                if res[k] >= 0:
+                    if first[slot[k]] == j:
+                        kept = res[k]
+                phys[row, j] = kept
 
     @cute.jit
     def _resolve_global(self, indices, seq_lens, block_table, phys, pages, num_blocks, table, row, tidx):
