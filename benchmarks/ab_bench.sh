@@ -11,8 +11,7 @@ source benchmarks/gpu_lib.sh
 bench_setup
 if [ -n "$TESTS" ]; then run_gpu_tests pytest_ab "${TEST_S:-240}" tests/test_gpu_decode.py -k "$TESTS" || exit 1; fi
 bench() {  # bench TREE NAME [--config ...]: bench_run in TREE (its package first on PYTHONPATH)
-  local tree=$1 name=$2; shift 2
-  (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} bench_run "$name" "$@")
+  in_tree "$1" bench_run "${@:2}"
 }
 for rep in 1 2; do
   bench "${BASE:-base_tree}" "base_$rep"; bench . "new_$rep"

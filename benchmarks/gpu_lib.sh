@@ -37,3 +37,9 @@ bench_run() {
   timeout "${BENCH_S:-120}" python -m cute_dsa bench --no-torch --iters 10 $BENCH_ARGS "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
   echo "== $name rc=$? $*"; grep "^|\|geomean\|kernel cache" "$OUT/$name.log" | cut -d"|" -f2-4,6,12,17,19,20
 }
+# in_tree TREE CMD...: CMD (a command or one of these functions) in TREE, an untracked export of
+# another commit, with that tree's package first on PYTHONPATH (bootstrap.sh put the repo root first).
+in_tree() {
+  local tree=$1; shift
+  (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} "$@")
+}
