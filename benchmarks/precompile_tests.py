@@ -15,21 +15,19 @@ import torch  # noqa: E402
 
 from cute_dsa.api import launch_spec, spec_kernels, squeeze_kv_head  # noqa: E402
 from cute_dsa.checks import DecodeProblem  # noqa: E402
-from cute_dsa.testing import make_inputs  # noqa: E402
+from cute_dsa.testing import TUNABLE_CONFIG_SPLITS, tunable_config_inputs  # noqa: E402
 from cute_dsa.tune import config_space  # noqa: E402
 
 
 def main(tag: str) -> None:
     for cfg in (c for c in config_space()[0] if tag in c.tags()):
-        # The test's inputs (same shapes, scales and cache layout: the same kernels).
-        inp = make_inputs(3, 40, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
-                          seed=cfg.chunk_tokens * 10 + cfg.stages, device="cpu", k_scale=0.6, v_scale=1.4)
+        inp = tunable_config_inputs(cfg, device="cpu")  # the test's inputs: the same kernels
         kv = squeeze_kv_head(inp.kv_cache)
         # As check_decode_args reads it off the tensors (it wants them on a GPU).
         problem = DecodeProblem(*inp.q.shape[:2], inp.indices.shape[1], *kv.shape[:3], k_scale_on_device=False,
                                 v_scale_on_device=False, flat_cache=kv.stride(0) == kv.shape[1] * kv.stride(1),
                                 max_blocks=inp.block_table.shape[1])
-        for splits in (1, 3):
+        for splits in TUNABLE_CONFIG_SPLITS:
             t = time.time()
             spec_kernels(launch_spec(problem, None, cfg, splits, write_lse=True))
             print(f"{cfg.label():32s} x{splits} {time.time() - t:5.1f} s", flush=True)

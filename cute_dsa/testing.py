@@ -89,6 +89,17 @@ def make_inputs(
     )
 
 
+# The GPU suite's test_every_tunable_config runs each tunable config on these inputs at these split
+# counts; benchmarks/precompile_tests.py compiles the same kernels ahead of a device call.
+TUNABLE_CONFIG_SPLITS = (1, 3)
+
+
+def tunable_config_inputs(cfg, device: str = "cuda") -> DecodeInputs:
+    """Three rows of 40 heads and 2176 ids with holes, duplicates, bad blocks and an empty row."""
+    return make_inputs(3, 40, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
+                       seed=cfg.chunk_tokens * 10 + cfg.stages, device=device, k_scale=0.6, v_scale=1.4)
+
+
 def physical_ids(inp: DecodeInputs) -> torch.Tensor:
     """The cache rows (block * block_size + slot) of each row's selected set, at the position of
     each id's first occurrence, -1 elsewhere: the ids a FlashMLA-style caller passes with

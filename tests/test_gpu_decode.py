@@ -8,7 +8,7 @@ import torch
 
 import cute_dsa
 from cute_dsa.reference import masked_attention
-from cute_dsa.testing import as_flat_rows, make_inputs, physical_ids, relative_error
+from cute_dsa.testing import TUNABLE_CONFIG_SPLITS, as_flat_rows, make_inputs, physical_ids, relative_error, tunable_config_inputs
 from cute_dsa.tune import config_space
 
 pytestmark = pytest.mark.gpu
@@ -419,10 +419,9 @@ def _config_id(cfg):
 @pytest.mark.parametrize("cfg", config_space()[0], ids=_config_id)
 def test_every_tunable_config(cfg):
     """Each config the tuner may pick, direct and split, with holes, duplicates and an empty row."""
-    inp = make_inputs(3, 40, 2176, hole_frac=0.2, dup_frac=0.1, bad_block_frac=0.05, empty_rows=1,
-                      seed=cfg.chunk_tokens * 10 + cfg.stages, device="cuda", k_scale=0.6, v_scale=1.4)
-    _run_and_check(inp, config=cfg, num_splits=1)
-    _run_and_check(inp, config=cfg, num_splits=3)
+    inp = tunable_config_inputs(cfg)
+    for splits in TUNABLE_CONFIG_SPLITS:
+        _run_and_check(inp, config=cfg, num_splits=splits)
 
 
 ID_WINDOW_CONFIGS = [
