@@ -4,9 +4,9 @@ One CTA of 1024 threads per query row: the kernel is latency-bound (each thread'
 their block-table entries, then the hash probes are dependent steps), so more threads per row
 shorten each thread's chain and give the SM more warps to switch between.
 
-Output `phys[r, j]` is `block * block_size + slot` for the first occurrence (lowest position j) of each valid id, and -1 for holes, ids outside [0, seq_len),
-ids whose page lies past the block table or whose block id is outside [0, num_blocks), and
-later duplicates. The result depends only on the inputs (the representative of a duplicate set
+Output `phys[r, j]` is `block * block_size + slot` for the first occurrence (lowest position j)
+of each valid id, and -1 for holes, ids outside [0, seq_len), ids whose page lies past the block
+table or whose block id is outside [0, num_blocks), and later duplicates. The result depends only on the inputs (the representative of a duplicate set
 is its minimum position), so it is bitwise deterministic, and the decode kernel can treat every
 non-negative entry as one member of the selected set.
 
@@ -16,7 +16,7 @@ its id's) and, beside it, the lowest position holding that id (atomicMin). Each 
 8 positions and keeps their ids, rows and slots in registers from the global loads to the one
 store per position: load ids, load their block-table entries, insert, barrier, read the slot's
 lowest position, store. Wider selections keep one position per slot and compare ids in global
-memory.
+memory. The caller sizes the table: at least two slots per id (heuristics.resolve_table_slots).
 """
 
 from __future__ import annotations
