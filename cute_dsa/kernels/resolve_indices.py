@@ -6,9 +6,10 @@ shorten each thread's chain and give the SM more warps to switch between.
 
 Output `phys[r, j]` is `block * block_size + slot` for the first occurrence (lowest position j)
 of each valid id, and -1 for holes, ids outside [0, seq_len), ids whose page lies past the block
-table or whose block id is outside [0, num_blocks), and later duplicates. The result depends only on the inputs (the representative of a duplicate set
-is its minimum position), so it is bitwise deterministic, and the decode kernel can treat every
-non-negative entry as one member of the selected set.
+table or whose block id is outside [0, num_blocks), and later duplicates. The result depends only
+on the inputs (the representative of a duplicate set is its minimum position), so it is bitwise
+deterministic, and the decode kernel can treat every non-negative entry as one member of the
+selected set.
 
 Duplicates are found with an open-addressing hash table in shared memory. Up to 8192 ids (16384
 slots) each slot holds an id (claimed by atomicCAS, which also tells a probe whether the slot is
