@@ -22,10 +22,7 @@ in_tree "$NEW" python benchmarks/resolve_ab.py --label new --threads "${THREADS:
 export BENCH_ARGS=${A_ARGS:---width 2048 --heads 64,128 --batch 32,128} BENCH_S=90
 for rep in $(seq 1 "${REPS:-2}"); do bench_run "old_cells_$rep"; in_tree "$NEW" bench_run "new_cells_$rep"; done
 if [ -n "$GRID" ]; then
-  for W in ${WIDTHS-2048 2176}; do
-    in_tree "$NEW" timeout "${GRID_S:-150}" python -m cute_dsa bench --no-torch --iters 10 --width "$W" --json "$OUT/new_grid_$W.json" > "$OUT/new_grid_$W.log" 2>&1
-    echo "new grid W=$W rc=$?"; grep "geomean\|kernel cache" "$OUT/new_grid_$W.log"
-  done
+  for W in ${WIDTHS-2048 2176}; do BENCH_ARGS= BENCH_S=${GRID_S:-150} in_tree "$NEW" bench_run "new_grid_$W" --width "$W"; done
 fi
 N=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for t in ${NCU_TREES-old new}; do

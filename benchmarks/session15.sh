@@ -17,10 +17,7 @@ fi
 if [ -n "$TESTS_FILE" ]; then  # pytest node ids, one per line
   run_gpu_tests pytest_ids "${TEST_S:-300}" $(cat "$TESTS_FILE") || exit 1
 fi
-for W in ${WIDTHS:-}; do
-  timeout ${BENCH_S:-360} python -m cute_dsa bench --no-torch --iters 10 --width "$W" ${BENCH_ARGS} --json "$OUT/grid_$W.json" > "$OUT/grid_$W.log" 2>&1
-  echo "bench W=$W rc=$?"; grep "^|\|geomean" "$OUT/grid_$W.log" | cut -d"|" -f2-4,6,12,17,19,20
-done
+for W in ${WIDTHS:-}; do BENCH_S=${BENCH_S:-360} bench_run "grid_$W" --width "$W"; done
 if [ -n "$PROFILE_CELLS" ]; then
   timeout ${PROFILE_S:-150} python benchmarks/graph_profile.py --cells "$PROFILE_CELLS" > "$OUT/graph_profile.log" 2>&1
   echo "graph_profile rc=$?"; tail -40 "$OUT/graph_profile.log"

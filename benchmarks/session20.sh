@@ -11,10 +11,7 @@ source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
 bench_setup
 echo "commit ${CUTE_DSA_COMMIT:-?}"
-for W in ${WIDTHS-2048 2176}; do
-  timeout "${GRID_S:-150}" python -m cute_dsa bench --no-torch --iters 10 --width "$W" --json "$OUT/grid_$W.json" > "$OUT/grid_$W.log" 2>&1
-  echo "grid W=$W rc=$?"; grep "geomean\|kernel cache" "$OUT/grid_$W.log"
-done
+for W in ${WIDTHS-2048 2176}; do BENCH_ARGS= BENCH_S=${GRID_S:-150} bench_run "grid_$W" --width "$W"; done
 run_gpu_tests pytest_pf "${TEST_S:-150}" tests/test_gpu_decode.py -k "every_tunable_config and pf" || exit 1
 B="chunk_tokens=64,stages=4,gather=ld_global,scores=one"
 R="tiling=tokens_m,head_tile=16,chunk_tokens=64,stages=4,convert=registers,release_early=true"
