@@ -35,8 +35,12 @@ def run(args) -> int:
                 problem = bench_decode_problem(b, h, w, context=args.context, page=args.page)
                 for physical in (False, True) if args.physical else (False,):
                     for cfg in configs:
-                        spec = launch_spec(problem, gpu, cfg, None, write_lse=True, physical=physical)
-                        specs.setdefault(spec, f"B={b} H={h} W={w}" + (" phys" if physical else ""))
+                        for fuse in (None,) + (() if physical else tuple(args.fuse)):
+                            try:
+                                spec = launch_spec(problem, gpu, cfg, None, write_lse=True, fuse_resolve=fuse, physical=physical)
+                            except ValueError:  # --fuse where that config cannot resolve so: nothing to build
+                                continue
+                            specs.setdefault(spec, f"B={b} H={h} W={w}" + (" phys" if physical else f" {fuse}" if fuse else ""))
     print(f"{len(specs)} launch specs for {gpu[0]} ({gpu[1]} SMs) -> {args.cache_dir}", flush=True)
     t0 = time.time()
     for i, (spec, shape) in enumerate(specs.items()):
@@ -71,5 +75,7 @@ def add_parser(sub) -> None:
                         "brought back), rebuilt for the current sources; repeatable")
     p.add_argument("--config", action="append", default=[], metavar="TEXT",
                    help="also every grid shape with this forced config, as `bench --config TEXT`; repeatable")
+    p.add_argument("--fuse", action="append", default=[], choices=("stream", "slice"),
+                   help="also the kernels of `fuse_resolve=MODE` calls (as `ablate --fuse`) where the config allows it; repeatable")
     p.add_argument("--no-grid", dest="grid", action="store_false", help="only the --keys-from kernels")
     p.set_defaults(fn=run)
