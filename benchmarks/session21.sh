@@ -5,7 +5,7 @@
 #  2. the streamed in-decode resolve at large batch (`ablate --graph --fuse stream`: call streamed
 #     vs call with the resolve launch vs the decode alone), not timed since the eighth session
 #     (1.4x slower then); its window step has moved off the copy path since (`fd6a32b`, `f65b8e5`);
-#  3. 32 heads as M (one 64-row tile, half padding) against the tuned tokens-as-M choice.
+#  3. 32 heads as M (one 64-row tile, half padding) against the tuned tokens-as-M choice;
 # Kcache build (no GPU): the grid, `--fuse stream` at the ablated cells, `--config $HM` at 32 heads
 # (`python -m cute_dsa precompile --cache-dir /tmp/kcache_build ...`, see gpu-tests.md).
 set -o pipefail
@@ -23,3 +23,7 @@ HM="chunk_tokens=64,stages=4,gather=ld_global,scores=one"
 export BENCH_ARGS="--width 2048 --heads 32 --batch 32,64,128,256"
 BENCH_S=60 bench_run h32_tuned
 BENCH_S=60 bench_run h32_hm --config "$HM"
+# 4. The streamed resolve's GPU tests (bitwise equal to the resolve launch with every tuned config
+#    that can stream; their kernels compile here, into the kernel cache brought back).
+[ -n "$STREAM_TESTS" ] && run_gpu_tests pytest_stream "${TEST_S:-200}" tests/test_gpu_decode.py -k "streaming_its_own_ids"
+tar cJf "$OUT/kcache.txz" -C /tmp kcache
