@@ -18,6 +18,11 @@ REGISTER_FED_MIN_ROWS = 64
 # 32-token cp.async configs in every 64/128-head bucket measured on the H200: it won the re-tune
 # of every bucket from 32 rows (fded3fe) and was 17-34% faster at 1-8 rows (793a259).
 HEADS_M_CONFIG = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
+# Above this many heads the default is heads as M, 17-32 heads padded to one 64-row tile: that
+# kernel is faster than tokens as M with the 32-head tile at every batch measured (H100, 9d87f27,
+# 32 heads, B 1-256, W 2048/2176, graph µs, e.g. B=1 15.4 vs 17.1, B=128 96.3 vs 104.5, B=256
+# 182.9 vs 204.1; benchmarks/runs/2026-12-07-h100-h32b_*). At 16 heads tokens as M stays ahead.
+TOKENS_M_MAX_HEADS = 16
 
 
 def tokens_m_tile(heads: int) -> Optional[int]:
@@ -26,32 +31,29 @@ def tokens_m_tile(heads: int) -> Optional[int]:
 
 
 def default_config(problem: DecodeProblem) -> DecodeKernelConfig:
-    """Tokens as M up to 32 heads (faster than padding the heads to 64 at every batch measured on
-    the H200): for 8 and 16 heads register-fed consumers with the early slot hand-back from
-    REGISTER_FED_MIN_ROWS rows up and consumer-side conversion below; 32 heads producer-converted
-    (its register-fed O^T leaves one fragment buffer, slower in every bucket); heads as M above
+    """Tokens as M up to TOKENS_M_MAX_HEADS heads: register-fed consumers with the early slot
+    hand-back from REGISTER_FED_MIN_ROWS rows up, consumer-side conversion below; heads as M above
     (HEADS_M_CONFIG)."""
-    tile = tokens_m_tile(problem.num_heads)
-    if tile is None:
+    if problem.num_heads > TOKENS_M_MAX_HEADS:
         return HEADS_M_CONFIG
-    if tile <= 16:
-        if problem.num_rows >= REGISTER_FED_MIN_ROWS:
-            # The ring slot handed back before the softmax: 3-14% faster at 64-256 rows (H200, 1ae5a9b).
-            return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="registers", release_early=True)
-        return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="consumer")
-    return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=3)
+    tile = tokens_m_tile(problem.num_heads)
+    if problem.num_rows >= REGISTER_FED_MIN_ROWS:
+        # The ring slot handed back before the softmax: 3-14% faster at 64-256 rows (H200, 1ae5a9b).
+        return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="registers", release_early=True)
+    return DecodeKernelConfig(tiling="tokens_m", head_tile=tile, chunk_tokens=64, stages=4, convert="consumer")
 
 
 def fit_to_heads(config: DecodeKernelConfig, heads: int) -> DecodeKernelConfig:
     """A config chosen for another head count (a tuned bucket), made right for `heads`: tokens as
     M takes the head tile that holds them (fewer ring stages if the larger tile needs the shared
-    memory), or gives way to the heads-as-M default above 32 heads."""
+    memory), or gives way to the heads-as-M default where the heuristic would (a larger tile above
+    TOKENS_M_MAX_HEADS heads, and above 32)."""
     if config.tiling != "tokens_m":
         if config.pair and heads <= config.head_tile:
             return replace(config, pair=False, stages=max(config.stages, 4)).validate()  # one head tile: nothing to share
         return config
     tile = tokens_m_tile(heads)
-    if tile is None:
+    if tile is None or (tile != config.head_tile and heads > TOKENS_M_MAX_HEADS):
         return HEADS_M_CONFIG
     fitted = replace(config, head_tile=tile)
     if tile == 32 and config.convert == "registers":  # 32 heads register-fed: slower in every bucket

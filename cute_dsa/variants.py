@@ -100,7 +100,7 @@ def all_variants(configs: Optional[Iterable[DecodeKernelConfig]] = None) -> List
         from .tune import config_space
 
         default = DecodeKernelConfig()
-        # The heuristic's configs (tokens as M for 8, 16 and 32 heads and heads as M for 64, at
+        # The heuristic's configs (tokens as M for 8 and 16 heads, heads as M for 32 and 64, at
         # small and large batch) with every flag; every other tunable config direct and split.
         defaults = [default]
         for h, rows in itertools.product((8, 16, 32, 64), (8, 256)):  # small and large batch choices

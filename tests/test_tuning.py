@@ -281,12 +281,18 @@ def test_tokens_as_m_config_rules():
     with pytest.raises(ValueError, match="release_early=True: only with convert='registers'"):
         DecodeKernelConfig(release_early=True).validate()
     assert fit_to_heads(rf8, 12) == DecodeKernelConfig(**{**rf.to_dict(), "head_tile": 16})
-    # 32 heads are slower register-fed (one fragment buffer next to the 32-head O^T): producer-converted.
-    assert fit_to_heads(rf8, 24).label() == "t32 st3 w128"
+    # A 32-head tuned bucket that is register-fed gets producer conversion (one fragment buffer
+    # next to the 32-head O^T is slower); another bucket's tokens-as-M choice gives way to heads as M
+    # above 16 heads, as the heuristic does.
+    assert fit_to_heads(rf, 24).label() == "t32 st3 w128"
+    assert fit_to_heads(rf8, 24) == HEADS_M_CONFIG
     assert default_config(_problem(rows=64, heads=8)).label() == "t8 st4 w128 rf re"
-    assert fit_to_heads(default_config(_problem(rows=64, heads=8)), 32).label() == "t32 st3 w128"  # no 're' without 'rf'
+    assert fit_to_heads(default_config(_problem(rows=64, heads=8)), 32) == HEADS_M_CONFIG
+    assert fit_to_heads(default_config(_problem(rows=64, heads=8)), 16).label() == "t16 st4 w128 rf re"
     assert default_config(_problem(rows=63, heads=8)).label() == "t8 st4 w128 cc"
-    assert default_config(_problem(rows=256, heads=32)).label() == "t32 st3 w128"
+    assert default_config(_problem(rows=256, heads=32)) == HEADS_M_CONFIG  # 17-32 heads: one padded 64-row tile
+    assert default_config(_problem(rows=1, heads=17)) == HEADS_M_CONFIG
+    assert default_config(_problem(rows=1, heads=16)).label() == "t16 st4 w128 cc"
     assert default_config(_problem(rows=32, heads=64)).label() == "n64 st4 kv2 w128 lg s1"
     assert default_config(_problem(rows=1, heads=128)).label() == "n64 st4 kv2 w128 lg s1"
 
@@ -295,12 +301,14 @@ def test_tokens_as_m_config_rules():
     # with fewer ring stages where the larger tile needs the shared memory.
     t4 = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=4)
     assert fit_to_heads(t4, 5).head_tile == 8 and fit_to_heads(t4, 5).stages == 4
-    assert fit_to_heads(t4, 24) == DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3)
+    assert fit_to_heads(t4, 24) == HEADS_M_CONFIG  # a larger tile above 16 heads: heads as M
+    t32 = DecodeKernelConfig(tiling="tokens_m", head_tile=32, chunk_tokens=64, stages=3)
+    assert fit_to_heads(t32, 24) == t32 and fit_to_heads(t32, 12).head_tile == 16  # a tuned 32-head bucket holds
     assert fit_to_heads(t4, 40) == HEADS_M_CONFIG  # above 32 heads: heads as M
     assert fit_to_heads(DecodeKernelConfig(stages=4), 8) == DecodeKernelConfig(stages=4)
     assert default_config(_problem(heads=12)).label() == "t16 st4 w128 cc"
-    assert fit_to_heads(default_config(_problem(heads=12)), 32).label() == "t32 st3 w128"
-    assert default_config(_problem(heads=32)).head_tile == 32
+    assert fit_to_heads(default_config(_problem(heads=12)), 32) == HEADS_M_CONFIG
+    assert default_config(_problem(heads=32)) == HEADS_M_CONFIG
     assert default_config(_problem(heads=48)) == HEADS_M_CONFIG
 
     # The tuner tries tokens as M only with the head tile that fits the bucket's heads.
@@ -314,6 +322,8 @@ def test_tokens_as_m_config_rules():
 
 
 def test_tuned_tokens_as_m_choice_fits_the_heads(isolated):
+    from cute_dsa.heuristics import HEADS_M_CONFIG
+
     t = TuningTable(gpu=GPU, sm_count=132)
     tm = DecodeKernelConfig(tiling="tokens_m", head_tile=16, chunk_tokens=64, stages=4)
     t.put(Entry(ShapeKey(64, 16, 2048, 64), Choice(tm, 2, 60.0)))
@@ -321,7 +331,7 @@ def test_tuned_tokens_as_m_choice_fits_the_heads(isolated):
     c = choice_for(_problem(rows=64, heads=8), GPU, 132)
     assert c.config.head_tile == 8 and c.config.tiling == "tokens_m" and c.splits == 2
     c = choice_for(_problem(rows=64, heads=32), GPU, 132)
-    assert c.config.head_tile == 32 and c.config.stages == 3 and c.splits == 2  # same CTA count: one tile
+    assert c.config == HEADS_M_CONFIG and c.splits == 2  # above 16 heads as M; same CTA count: one (padded) tile
 
 
 def test_pair_config_rules():
