@@ -5,8 +5,8 @@
 # batch, W=2048) and the two-split 64/128-head buckets with and without overlap, bringing back
 # tuning/NVIDIA_H200.yaml and its progress file; (2) the issue-3 grid at HEAD with the re-tuned
 # table on both widths; (3) the grid with the heuristic's choices (no table).
-# On another GPU: the grid with that GPU's own choices (no table: the heuristic, which runs 17-32
-# heads as M since 9ec0d94), what an H100 user gets.
+# On another GPU (its grid with the heuristic's choices ran at 699235f): the heads-as-M config with
+# and without overlap at 64/128 heads, B 32-256, both widths, the same cells in one call.
 # Every step is cut to what is left of DEADLINE seconds.
 set -o pipefail
 source .carry/bootstrap.sh
@@ -25,7 +25,11 @@ case "$GPU" in
     timeout "$(left 90)" python -m cute_dsa tune --batch 32,64 --heads 64,128 --width 2048 --watchdog 0 \
       --configs "n64 st4 kv2 w128 lg s1;n64 st4 kv2 w128 ov lg s1" > "$OUT/tune_ov.log" 2>&1
     echo "tune rc=$?"; grep "best\|wrote" "$OUT/tune_ov.log"; cp tuning/NVIDIA_H200.yaml* "$OUT/" ;;
-  *) unset CUTE_DSA_TUNING_FILE; echo "$GPU: the heuristic's choices (no table)" ;;
+  *)  # the grid with its own choices ran at 699235f; here the overlap A/B of the heads-as-M cells
+    export BENCH_ARGS="--width 2048,2176 --heads 64,128 --batch 32,64,128,256"
+    BENCH_S=$(left 90) bench_run ov_off --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one"
+    BENCH_S=$(left 90) bench_run ov_on --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one,overlap=true"
+    tar cJf "$OUT/kcache.txz" -C /tmp kcache; exit 0 ;;
 esac
 for W in ${WIDTHS-2048 2176}; do BENCH_ARGS= BENCH_S=$(left 150) bench_run "grid_$W" --width "$W"; done
 case "$GPU" in  # the H200 with the heuristic's choices too (the shipped table moved out of the way)
