@@ -43,3 +43,8 @@ in_tree() {
   local tree=$1; shift
   (cd "$tree" && PYTHONPATH=$PWD:${PYTHONPATH#*:} "$@")
 }
+# left MAX: the seconds a step of at most MAX seconds may take, cut to what is left of DEADLINE
+# (default 570) seconds since the script started; 0 (skip the step) when under 20 are left.
+left() {
+  local l=$(( ${DEADLINE:-570} - SECONDS )); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 20 ] && l=0; echo "$l"
+}

@@ -16,9 +16,6 @@ source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
 bench_setup
 echo "commit ${CUTE_DSA_COMMIT:-?}"
-left() {  # seconds left for a step of at most $1 seconds (0: skip it)
-  local l=$(( ${DEADLINE:-570} - SECONDS )); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 20 ] && l=0; echo "$l"
-}
 HM="chunk_tokens=64,stages=4,gather=ld_global,scores=one"
 case "$GPU" in
   *H200*)

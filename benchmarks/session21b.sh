@@ -13,9 +13,6 @@ source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
 bench_setup
 echo "commit ${CUTE_DSA_COMMIT:-?}"
-left() {  # seconds left for a step of at most $1 seconds (0: skip it)
-  local l=$(( ${DEADLINE:-570} - SECONDS )); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 20 ] && l=0; echo "$l"
-}
 case "$GPU" in
   *H200*)
     timeout "$(left 240)" python -m cute_dsa tune --batch 1,2,8,32,64,128,256 --heads 32 --width 2048 --watchdog 0 \
