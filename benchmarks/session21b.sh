@@ -8,7 +8,8 @@
 # tuning/NVIDIA_H200.yaml and its progress file come back; (4) the grid with the heuristic's
 # choices (no table).
 # On another GPU (its grid with the heuristic's choices ran at 699235f): the heads-as-M config with
-# and without overlap at 64/128 heads, B 32-256, both widths, the same cells in one call.
+# and without overlap on the same cells in one call (OV_ARGS; 64/128 heads at B 32-256 ran at
+# 9ecaa74; the default: the small-batch 128-head cells, where the H200 table keeps overlap).
 set -o pipefail
 source .carry/bootstrap.sh
 source benchmarks/gpu_lib.sh
@@ -17,7 +18,7 @@ echo "commit ${CUTE_DSA_COMMIT:-?}"
 case "$GPU" in
   *H200*) ;;
   *)
-    export BENCH_ARGS="--width 2048,2176 --heads 64,128 --batch 32,64,128,256"
+    export BENCH_ARGS=${OV_ARGS:-"--width 2048,2176 --heads 128 --batch 1,2,8"}
     BENCH_S=$(left 90) bench_run ov_off --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one"
     BENCH_S=$(left 90) bench_run ov_on --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one,overlap=true"
     tar cJf "$OUT/kcache.txz" -C /tmp kcache; exit 0 ;;
