@@ -19,8 +19,9 @@ case "$GPU" in
   *H200*) ;;
   *)
     export BENCH_ARGS=${OV_ARGS:-"--width 2048,2176 --heads 128 --batch 1,2,8"}
-    BENCH_S=$(left 90) bench_run ov_off --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one"
-    BENCH_S=$(left 90) bench_run ov_on --config "chunk_tokens=64,stages=4,gather=ld_global,scores=one,overlap=true"
+    HM="chunk_tokens=64,stages=4,gather=ld_global,scores=one"
+    BENCH_S=$(left 90) bench_run ov_off --config "$HM"
+    BENCH_S=$(left 90) bench_run ov_on --config "$HM,overlap=true"
     tar cJf "$OUT/kcache.txz" -C /tmp kcache; exit 0 ;;
 esac
 for W in ${WIDTHS-2048 2176}; do BENCH_ARGS= BENCH_S=$(left 120) bench_run "grid_$W" --width "$W"; done
