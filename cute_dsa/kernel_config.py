@@ -137,14 +137,18 @@ class DecodeKernelConfig:
 
     def max_load_sets(self) -> int:
         """Register sets the ld_global producer can keep in flight: 16 registers each, next to the
-        addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets. Its loop is
-        unrolled over whole sets and tiles, so 3 or 4 sets over 32-token tiles (2 groups) unroll 6
-        or 4 groups with constant addressing each, which spills (ptxas, sm_90a): 2 there."""
+        addressing, in the 72 (scores 'split') or 120 (scores 'one') registers it gets; with one
+        scorer a fifth and sixth set take their registers from the scorer (a sixth next to the
+        overlap's two score tiles spills). Its loop is unrolled over whole sets and tiles, so 3 or 4
+        sets over 32-token tiles (2 groups) unroll 6 or 4 groups with constant addressing each,
+        which spills (ptxas, sm_90a): 2 there."""
         if self.pair:
             # Its st.async stores into the peer take the registers of a fourth set, and with the
             # overlap (its scorer holds two score tiles) of a third (ptxas spills).
             return 2 if self.overlap else 3
-        return 4 if self.scores == "one" and self.chunk_tokens >= 48 else 2
+        if self.scores == "one" and self.chunk_tokens >= 48:
+            return 5 if self.overlap else 6
+        return 2
 
     def gather_tokens(self) -> int:
         """Tokens per stage of the raw gather ring (ld_global: per register set)."""

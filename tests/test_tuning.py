@@ -252,8 +252,12 @@ def test_tokens_as_m_config_rules():
     lg = DecodeKernelConfig(chunk_tokens=64, stages=4, gather="ld_global", scores="one")
     assert lg.validate() is lg and lg.label() == "n64 st4 kv2 w128 lg s1" and lg.gather_tokens() == 16
     assert lg.smem_bytes() < DecodeKernelConfig(chunk_tokens=64, stages=4, scores="one").smem_bytes()
+    # A fifth and sixth register set take the scorer's registers (five next to the overlap).
+    for more in (dict(stages=5), dict(stages=6), dict(stages=5, overlap=True)):
+        assert DecodeKernelConfig(**{**lg.to_dict(), **more}).validate().max_load_sets() >= more["stages"]
     for bad, msg in [
-        (dict(stages=5), "keeps 2..4 register sets"),
+        (dict(stages=7), "keeps 2..6 register sets"),
+        (dict(stages=6, overlap=True), "keeps 2..5 register sets"),
         (dict(scores="split", stages=4, chunk_tokens=32), "keeps 2..2 register sets"),
         (dict(stages=3, chunk_tokens=32), "keeps 2..2 register sets"),
         (dict(kv_buffers=3), "bytes of shared memory"),

@@ -7,7 +7,8 @@ register sets, so `stages - 1` groups are in flight while it converts the oldest
 cp.async ring this frees `stages` x 16-token raw stages of shared memory (room for 64-token K/V
 tiles) and drops a shared-memory write and read per byte gathered. The register sets are
 indexed by constants: the loop over groups is unrolled over whole register sets and K/V tiles.
-At most 4 sets (16 registers each in the producer's 120; a fifth spills).
+Up to 4 sets fit the producer's 120 registers (16 each; a fifth spills there); with one scorer a
+fifth and sixth set take 16 registers each from the scorer (`SharedPDecodeKernel._register_plan`).
 
 Row ids, Q staging, holes (zero rows marked invalid) and the FULL/EMPTY hand-over are as in
 `LatentGather`.

@@ -41,11 +41,16 @@ class SharedPDecodeKernel(SparseDecodeKernel):
 
     def _register_plan(self):
         """Warpgroup 0 holds S, P and half of O; warpgroup 1 only half of O; the ld_global producer
-        holds up to 4 register sets of rows (5 spill). 128 * (224 + 160 + 120) = 64512, the launch's pool."""
-        self.regs_scorer, self.regs_second = 224, 160
+        holds its register sets of rows: 4 in 120 registers (a fifth spills there), 128 * (224 + 160
+        + 120) = 64512, the launch's pool. A fifth and sixth set (16 registers each) come from the
+        scorer: 208 and 192 still hold S, P and O without spilling (ptxas -v, sm_90a; with the
+        overlap's second score tile only 208)."""
+        extra = 16 * max(0, self.stages - 4)
+        producer = 120 + extra
+        self.regs_scorer, self.regs_second = 224 - extra, 160
         self.q_batch = 16  # Q loads per consumer thread in flight together (64 of its registers)
-        assert WG * (self.regs_scorer + self.regs_second + 120) <= 168 * 3 * WG
-        return self.regs_scorer, 120
+        assert WG * (self.regs_scorer + self.regs_second + producer) <= 168 * 3 * WG
+        return self.regs_scorer, producer
 
     def _p_layout(self):
         atom = warpgroup.make_smem_layout_atom(P_ATOMS[self.N], Float16)
