@@ -479,6 +479,8 @@ HEADS_M_CONFIGS = [
         (32, 2, 2, 128, "ld_global", "split", False), (32, 2, 3, 0, "ld_global", "split", True),
         (64, 4, 2, 128, "ld_global", "one", True), (48, 3, 3, 128, "ld_global", "one", True),
         (48, 4, 3, 0, "ld_global", "one", False), (32, 4, 2, 0, "cp_async", "one", True),
+        # A fifth and sixth register set of rows (the scorer's registers): with and without the overlap.
+        (64, 5, 2, 128, "ld_global", "one", True), (64, 6, 2, 128, "ld_global", "one", False),
     ]
 ]
 
