@@ -10,8 +10,10 @@ run_gpu_tests() {
   [ $rc -eq 0 ] && grep -q " passed" "$OUT/$name.log" || { echo "GPU tests $name did not pass: no timing"; return 1; }
 }
 # use_kernel_cache: unpack the carried kernel cache (.carry/kcache.txz, `cute-dsa precompile`) into
-# /tmp/kcache and point CUTE_DSA_KERNEL_CACHE at it.
+# /tmp/kcache and point CUTE_DSA_KERNEL_CACHE at it; a script started by one that already did keeps
+# that cache (and the kernels its parent compiled into it).
 use_kernel_cache() {
+  [ "${CUTE_DSA_KERNEL_CACHE:-}" = /tmp/kcache ] && [ -d /tmp/kcache ] && return
   rm -rf /tmp/kcache && mkdir -p /tmp/kcache && tar xJf .carry/kcache.txz -C /tmp/kcache --strip-components=1
   export CUTE_DSA_KERNEL_CACHE=/tmp/kcache
 }
