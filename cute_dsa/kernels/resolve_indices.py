@@ -31,6 +31,14 @@ EMPTY = -1
 HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads consecutive ids over the table
 
 
+@cute.jit
+def selects_row(token, seq_len, page, max_blocks, block, num_blocks):
+    """Whether a logical id selects a cache row: inside the row's sequence, on a page the block
+    table has, whose block is inside the cache (`page` = token // block_size, and `block` the table's
+    entry for it, both read clamped so they are safe to compute before the check)."""
+    return token >= 0 and token < seq_len and page < max_blocks and block >= 0 and block < num_blocks
+
+
 # Up to this many slots (8192 ids) the table holds the ids themselves, beside their lowest positions
 # (two words a slot), and each thread's positions stay in its registers.
 TOKENS_IN_SMEM_MAX_SLOTS = 16384
@@ -173,7 +181,7 @@ class ResolveIndicesKernel:
             b = blk[k]
             res[k] = Int32(EMPTY)
             slot[k] = Int32(0)
-            if j < width and token >= 0 and token < seq_len and page[k] < max_blocks and b >= 0 and b < num_blocks:
+            if j < width and selects_row(token, seq_len, page[k], max_blocks, b, num_blocks):
                 res[k] = b * pages.divisor + off[k]
                 slot[k] = self._claim(keys, first, token, j)
         cute.arch.sync_threads()

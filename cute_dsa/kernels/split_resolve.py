@@ -22,7 +22,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Uint32
 
 from ..kernel_config import RESOLVE_BYTES_PER_POSITION
-from .resolve_indices import EMPTY, HASH_MUL
+from .resolve_indices import EMPTY, HASH_MUL, selects_row
 
 EARLIER = 1 << 30  # set in a table entry whose id also occurs before the slice
 POSITION = EARLIER - 1
@@ -100,7 +100,7 @@ class SplitResolve:
                 page = cutlass.max(token, 0) // block_size
                 b = blk[k]
                 ph = Int32(EMPTY)
-                if token >= 0 and token < seq_len and page < max_blocks and b >= 0 and b < num_blocks:
+                if selects_row(token, seq_len, page, max_blocks, b, num_blocks):
                     ph = b * block_size + (token - page * block_size)
                 if j < n:
                     phys[row, start + j] = ph

@@ -35,7 +35,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Uint32
 
 from ..kernel_config import STREAM_RESOLVE_TOKENS
-from .resolve_indices import EMPTY, HASH_MUL
+from .resolve_indices import EMPTY, HASH_MUL, selects_row
 
 BITMAP_WORDS = STREAM_RESOLVE_TOKENS // 32
 NO_POSITION = 0x7FFFFFFF
@@ -154,7 +154,7 @@ class StreamResolve:
             page = cutlass.max(t, 0) // block_size
             b = blk[j]
             r = Int32(EMPTY)
-            if p < end and t >= 0 and t < seq_len and page < max_blocks and b >= 0 and b < num_blocks:
+            if p < end and selects_row(t, seq_len, page, max_blocks, b, num_blocks):
                 r = b * block_size + (t - page * block_size)
             ph[j] = r
             if r >= 0:
